@@ -1,0 +1,1 @@
+"""The `gnmt-tf` command line."""

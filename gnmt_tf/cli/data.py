@@ -1,0 +1,24 @@
+"""`gnmt-tf data download multi30k`: fetch and verify public corpora."""
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "data", help="download public corpora into a cache (SHA-256 verified)")
+    sub = parser.add_subparsers(dest="data_command", metavar="ACTION")
+    sub.required = True
+    download = sub.add_parser("download", help="download a corpus")
+    download.add_argument("corpus", choices=["multi30k"])
+    download.add_argument("--cache-dir", help="default: ~/.cache/gnmt_tf")
+    download.add_argument(
+        "--url-template", default=None,
+        help="URL with {name} for each file (default: the public Multi30k URLs)")
+    download.set_defaults(func=run)
+
+
+def run(args):
+    from gnmt_tf.data import download
+
+    template = args.url_template or download.MULTI30K_URL
+    path = download.download_multi30k(args.cache_dir, url_template=template)
+    print(path)
+    return 0

@@ -1,0 +1,56 @@
+"""`gnmt-tf`: one command, one subcommand per job.
+
+Each subcommand module has `register(subparsers)` and a `run(args) -> int`; this
+module only parses flags and dispatches. TensorFlow is imported inside `run`, so
+`gnmt-tf --help` is instant. Subcommands of the other packages (`align`,
+`export`, `serve`, ...) are discovered by importing their `cli` modules, which
+must stay as light.
+"""
+
+import argparse
+import importlib
+import sys
+
+CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
+                 "gnmt_tf.cli.translate", "gnmt_tf.cli.evaluate",
+                 "gnmt_tf.cli.quickstart")
+PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "serving.cli", "task_space.cli")
+
+
+class UsageError(Exception):
+    """A user error: printed as one line, exit code 2, no traceback."""
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="gnmt-tf",
+        description="Train, evaluate, export and serve neural machine translation models.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in CORE_COMMANDS + PLUGIN_COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name and name.startswith(e.name):
+                continue  # optional package not present
+            raise
+        if hasattr(module, "register"):
+            module.register(subparsers)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (UsageError, FileNotFoundError, ValueError, TypeError,
+            UnicodeDecodeError) as e:
+        print(f"gnmt-tf {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gnmt-tf {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""`gnmt-tf train`: train or resume a model directory with `model.fit`."""
+
+import os
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "train", help="train (or resume) a model with model.fit")
+    parser.add_argument("--preset", default="gnmt_small",
+                        help="gnmt_tiny, gnmt_small, gnmt_8x8 (see gnmt_tf.presets)")
+    parser.add_argument("--model-dir", required=True,
+                        help="config, vocabulary and checkpoints go here; "
+                             "an existing one is resumed")
+    parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
+                        help="directory with train.<lang>[.gz] (default $GNMT_TF_DATA)")
+    parser.add_argument("--src-lang", default="en")
+    parser.add_argument("--tgt-lang", default="de")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="override a model or training setting (repeatable)")
+    parser.add_argument("--vocab", help="use this SentencePiece .model "
+                                        "instead of training one")
+    parser.add_argument("--strategy", default="default",
+                        choices=["default", "mirrored", "multi_worker_mirrored"])
+    parser.add_argument("--minutes", type=float,
+                        help="wall-time budget (same as --set max_minutes=M)")
+    parser.add_argument("--log-every", type=int, default=100)
+    parser.set_defaults(func=run)
+
+
+def run(args):
+    from gnmt_tf.config import split_overrides
+    from gnmt_tf.presets import get_preset
+    from gnmt_tf.training.trainer import train_gnmt
+
+    model_config, train_config = get_preset(args.preset)
+    overrides = list(args.overrides)
+    if args.minutes is not None:
+        overrides.append(f"max_minutes={args.minutes}")
+    model_config, train_config = split_overrides(overrides, model_config, train_config)
+    result = train_gnmt(args.model_dir, args.data_dir, args.src_lang, args.tgt_lang,
+                        model_config, train_config, vocab=args.vocab,
+                        strategy=args.strategy, log_every=args.log_every)
+    print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
+          f"({result.target_tokens_per_s:.0f} target tokens/s); "
+          f"model in {args.model_dir}")
+    return 0

@@ -1,0 +1,83 @@
+"""`gnmt-tf translate`: raw sentences in (stdin or file), translations out."""
+
+import sys
+
+
+def add_search_arguments(parser):
+    parser.add_argument("--beam-size", type=int, default=5,
+                        help="1 = greedy search")
+    parser.add_argument("--alpha", type=float, default=0.6,
+                        help="GNMT length-normalisation exponent")
+    parser.add_argument("--beta", type=float, default=0.0,
+                        help="GNMT coverage-penalty weight")
+    parser.add_argument("--beam-width", type=float, default=None,
+                        help="GNMT pruning: drop candidates this far below the best")
+    parser.add_argument("--early-stopping", default="gnmt",
+                        choices=["gnmt", "exact", "none"])
+    parser.add_argument("--n-best", type=int, default=1,
+                        help="print N hypotheses per input as 'i ||| text ||| score'")
+
+
+def search_options(args):
+    from gnmt_tf.translator import SearchOptions
+
+    if args.beam_size < 1:
+        raise ValueError("--beam-size must be >= 1")
+    if not 1 <= args.n_best <= args.beam_size:
+        raise ValueError("--n-best must be between 1 and --beam-size")
+    return SearchOptions(beam_size=args.beam_size, length_penalty=args.alpha,
+                         coverage_penalty=args.beta, beam_width=args.beam_width,
+                         num_hypotheses=args.n_best,
+                         early_stopping=args.early_stopping)
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "translate", help="translate raw text, one sentence a line")
+    parser.add_argument("--model", required=True, help="trained model directory")
+    parser.add_argument("--input", "-i", help="input file (default: stdin)")
+    parser.add_argument("--output", "-o", help="output file (default: stdout)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    add_search_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def read_input(path):
+    from gnmt_tf.data.corpus import decode_lines, read_lines
+
+    if path:
+        return read_lines(path)
+    return decode_lines(sys.stdin.buffer.read(), "<stdin>")
+
+
+def write_output(lines, path):
+    text = "".join(line + "\n" for line in lines)
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def run(args):
+    options = search_options(args)
+    sentences = read_input(args.input)
+
+    from gnmt_tf.model_dir import load_model
+    from gnmt_tf.translator import Translator
+
+    model, subwords, _ = load_model(args.model)
+    translator = Translator(model, subwords)
+    empty = sum(1 for s in sentences if not s.strip())
+    if empty:
+        print(f"note: {empty} empty input line(s) give empty output lines",
+              file=sys.stderr)
+    results = translator.translate_nbest(sentences, options, args.batch_size)
+    if options.num_hypotheses == 1:
+        lines = [hyps[0].text for hyps in results]
+    else:
+        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
+                 for i, hyps in enumerate(results) for h in hyps]
+    write_output(lines, args.output)
+    return 0

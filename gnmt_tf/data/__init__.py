@@ -1,0 +1,1 @@
+"""Corpora (reading, downloading, verifying) and tf.data input pipelines."""

@@ -1,0 +1,361 @@
+"""In-graph beam search with GNMT scoring, pruning and early stopping.
+
+The search sees a model only through a step function
+
+    step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
+                                new_state)
+
+and runs as one `tf.while_loop` over fixed-size buffers, so the same code runs
+eagerly, inside a `tf.function` with a dynamic batch size and inside an
+exported SavedModel. Shapes below: `B` batch, `K` beam size, `N` returned
+hypotheses, `V` vocabulary, `T` longest allowed output, `S` source length.
+
+At each step the `K * V` one-token extensions of the live hypotheses of a
+sentence are scored with the GNMT score (`penalties.gnmt_score`) and the best
+`K` kept (OpenNMT/Moses style): those that end (end token, or the sentence's
+maximum length reached) join the sentence's `N` best finished hypotheses, the
+rest stay live. With `K = 1` this is exactly greedy search; with `K` at least
+the number of extensions it is exhaustive search.
+"""
+
+import numbers
+import typing
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+
+from gnmt_tf.decoding import penalties
+
+EARLY_STOPPING_MODES = ("gnmt", "exact", "none")
+
+
+class DecodingResult(typing.NamedTuple):
+    """Output of `beam_search` and `greedy_search`, best hypothesis first.
+
+    Attributes:
+        ids: int32 `[B, N, T]`. Generated tokens, including the end token
+            (not the start token), padded with 0 after it. `T` is the longest
+            returned hypothesis.
+        lengths: int32 `[B, N]`. Number of tokens, including the end token.
+            A hypothesis cut at its sentence's maximum length has no end token.
+        scores: float32 `[B, N]`. Final GNMT score (`-inf` for an empty slot
+            when a sentence has fewer than `N` hypotheses).
+        log_probs: float32 `[B, N]`. Log-probability of each hypothesis.
+        attention: float32 `[B, N, T, S]` attention of each generated token,
+            or `None` when the step function returns none.
+        num_steps: int32 scalar. Number of decoding steps that ran.
+    """
+
+    ids: tf.Tensor
+    lengths: tf.Tensor
+    scores: tf.Tensor
+    log_probs: tf.Tensor
+    attention: typing.Optional[tf.Tensor]
+    num_steps: tf.Tensor
+
+
+def tile_beams(nested, beam_size):
+    """Repeats every row `beam_size` times: `[B, ...]` -> `[B * K, ...]`.
+
+    Row `b * K + k` holds beam `k` of sentence `b`. Works on any nested
+    structure (dict, tuple) of tensors.
+    """
+    return tf.nest.map_structure(
+        lambda x: tf.repeat(x, beam_size, axis=0), nested)
+
+
+def flatten_beams(x):
+    """Merges the batch and beam axes: `[B, K, ...]` -> `[B * K, ...]`."""
+    shape = tf.shape(x)
+    flat = tf.reshape(x, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
+    flat.set_shape([None] + x.shape[2:].as_list())
+    return flat
+
+
+def unflatten_beams(x, beam_size):
+    """Splits the batch and beam axes: `[B * K, ...]` -> `[B, K, ...]`."""
+    shape = tf.shape(x)
+    out = tf.reshape(x, tf.concat([[-1, beam_size], shape[1:]], 0))
+    out.set_shape([None, beam_size] + x.shape[1:].as_list())
+    return out
+
+
+def gather_beams(nested, beam_indices):
+    """Selects beams per sentence: `[B, K, ...]` -> `[B, K', ...]`.
+
+    Args:
+        nested: nested structure of tensors `[B, K, ...]`.
+        beam_indices: int32 `[B, K']`, for each new beam the old beam it
+            copies.
+    """
+    return tf.nest.map_structure(
+        lambda x: tf.gather(x, beam_indices, axis=1, batch_dims=1), nested)
+
+
+def _pad_last(x, size):
+    """Zero-pads the last axis of `x` up to `size` (a no-op once there)."""
+    rank = x.shape.rank
+    pad = tf.stack([0, size - tf.shape(x)[-1]])[tf.newaxis]
+    return tf.pad(x, tf.concat([tf.zeros([rank - 1, 2], tf.int32), pad], 0))
+
+
+def _static_value(x):
+    """The Python value of `x` when known at trace time, else `None`."""
+    return None if x is None else tf.get_static_value(x)
+
+
+def _validate(beam_size, num_hypotheses, beam_width, early_stopping,
+              coverage_penalty):
+    if not isinstance(beam_size, numbers.Integral) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive int, got {beam_size!r}")
+    if not isinstance(num_hypotheses, numbers.Integral) or not (
+            1 <= num_hypotheses <= beam_size):
+        raise ValueError(
+            f"num_hypotheses must be an int in [1, beam_size={beam_size}], "
+            f"got {num_hypotheses!r}")
+    if early_stopping not in EARLY_STOPPING_MODES:
+        raise ValueError(f"early_stopping must be one of "
+                         f"{EARLY_STOPPING_MODES}, got {early_stopping!r}")
+    width = _static_value(beam_width)
+    if width is not None and not width > 0:
+        raise ValueError(f"beam_width must be > 0 or None, got {beam_width!r}")
+    beta = _static_value(coverage_penalty)
+    if early_stopping == "exact" and (beta is None or beta < 0):
+        raise ValueError("early_stopping='exact' needs a constant "
+                         f"coverage_penalty >= 0, got {coverage_penalty!r}")
+
+
+def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
+                max_lengths, source_lengths=None, length_penalty=0.0,
+                coverage_penalty=0.0, beam_width=None, num_hypotheses=1,
+                early_stopping="gnmt"):
+    """Beam search with GNMT scoring, pruning and early stopping.
+
+    Hypotheses are ranked by the GNMT score (Wu et al. 2016, eq. 14):
+    `log P(Y|X) / ((5 + |Y|) / 6) ** alpha + beta * sum_i log(min(c_i, 1))`,
+    with `c_i` the attention on source position `i` summed over the
+    hypothesis' steps (see `gnmt_tf.decoding.penalties`).
+
+    Early stopping (per sentence; the loop ends when every sentence has
+    stopped, or all have reached their maximum length):
+
+    - `"none"`: run until the sentence's maximum length.
+    - `"gnmt"` (GNMT's heuristic): stop once the worst of the `N` finished
+      hypotheses scores above every live hypothesis' current score. Cheap,
+      but a live hypothesis could still have improved (its length penalty
+      grows), so results may differ from `"none"`.
+    - `"exact"` (Ctrip): stop once no live hypothesis can still beat the worst
+      of the `N` finished ones. Bound: a live hypothesis with log-probability
+      `L <= 0` at length `l` can only finish at some length
+      `l' in [l + 1, M]` (`M` the sentence's maximum length), with
+      log-probability `L' <= L` (log-probabilities only decrease) and coverage
+      penalty `cp' <= 0` (`beta >= 0`, `min(c, 1) <= 1`). Its score is then
+      `L' / lp(l') + cp' <= L / lp(l') <= L / max(lp(l + 1), lp(M))`, because
+      `L <= 0` and `lp` is monotone in the length, so its maximum over the
+      range is at an end point. When the worst finished score is above this
+      bound for every live hypothesis, continuing cannot change the result:
+      `"exact"` returns exactly what `"none"` returns, in fewer steps.
+
+    Pruning (Wu et al. 2016, section 7): with `beam_width`, candidates whose
+    score is more than `beam_width` below the best candidate of the step are
+    dropped (GNMT uses `beam_width = 3`).
+
+    Example:
+
+    >>> result = beam_search(model.step, model.initial_state(encoded),
+    ...                      start_ids=tf.fill([batch], bos), end_id=eos,
+    ...                      beam_size=4, max_lengths=2 * source_lengths + 10,
+    ...                      source_lengths=source_lengths,
+    ...                      length_penalty=0.6, coverage_penalty=0.2)
+    >>> best = result.ids[:, 0]  # [B, T]
+
+    Args:
+        step_fn: callable `(ids, state) -> (log_probs, attention, new_state)`.
+            `ids` int32 `[N]` are the previous tokens, `log_probs` float32
+            `[N, V]` normalised log-probabilities, `attention` float32
+            `[N, S]` attention probabilities of this step (or `None`), and
+            `new_state` has the structure and shapes of `state`.
+        initial_state: nested structure of tensors `[B, ...]`, the state for
+            the first step; it is tiled to `[B * K, ...]`.
+        start_ids: int32 `[B]`. First input token of each sentence.
+        end_id: int. The end-of-sentence token.
+        beam_size: int `K`. Live hypotheses kept per sentence.
+        max_lengths: int32 `[B]` (or scalar), >= 1. Maximum output length per
+            sentence, counting the end token; a hypothesis that reaches it is
+            finished without an end token.
+        source_lengths: int32 `[B]` or `None`. Real source length per
+            sentence, to mask padding out of the coverage penalty; `None`
+            counts all `S` positions.
+        length_penalty: float `alpha`.
+        coverage_penalty: float `beta`; needs a step function that returns
+            attention.
+        beam_width: float or `None`. Score-space pruning width.
+        num_hypotheses: int `N` in `[1, K]`. Hypotheses returned per sentence.
+        early_stopping: `"gnmt"`, `"exact"` or `"none"`, see above.
+
+    Returns:
+        A `DecodingResult` with `ids [B, N, T]`, `lengths [B, N]`,
+        `scores [B, N]`, `log_probs [B, N]`, `attention [B, N, T, S]` (or
+        `None`) and `num_steps`.
+    """
+    _validate(beam_size, num_hypotheses, beam_width, early_stopping,
+              coverage_penalty)
+    k, n = int(beam_size), int(num_hypotheses)
+    alpha, beta = length_penalty, coverage_penalty
+    neg_inf = float("-inf")
+
+    start_ids = tf.cast(start_ids, tf.int32)
+    batch_size = tf.shape(start_ids)[0]
+    max_lengths = tf.broadcast_to(tf.cast(max_lengths, tf.int32), [batch_size])
+    tf.debugging.assert_positive(
+        max_lengths, message="beam_search: max_lengths must be >= 1")
+    # Buffer length; at least 1 so that an empty batch still builds.
+    max_time = tf.maximum(tf.reduce_max(max_lengths), 1)
+    if source_lengths is not None:
+        source_lengths = tf.cast(source_lengths, tf.int32)
+
+    def fill(shape, value, dtype=tf.float32):
+        return tf.fill(tf.stack(shape), tf.constant(value, dtype))
+
+    # Attention width S is only known once step_fn has run, so coverage and
+    # attention buffers start with S = 0 and are zero-padded on the first step.
+    alive = {
+        "last": tf.tile(start_ids[:, tf.newaxis], [1, k]),           # [B, K]
+        "ids": fill([batch_size, k, max_time], 0, tf.int32),         # [B, K, T]
+        "log_probs": tf.concat([fill([batch_size, 1], 0.0),
+                                fill([batch_size, k - 1], neg_inf)], 1),
+        "coverage": fill([batch_size, k, 0], 0.0),                   # [B, K, S]
+        "attention": fill([batch_size, k, max_time, 0], 0.0),     # [B, K, T, S]
+    }
+    finished = {
+        "ids": fill([batch_size, n, max_time], 0, tf.int32),         # [B, N, T]
+        "scores": fill([batch_size, n], neg_inf),                    # [B, N]
+        "log_probs": fill([batch_size, n], neg_inf),                 # [B, N]
+        "lengths": fill([batch_size, n], 0, tf.int32),               # [B, N]
+        "attention": fill([batch_size, n, max_time, 0], 0.0),     # [B, N, T, S]
+    }
+    state = tile_beams(initial_state, k)                         # [B * K, ...]
+    stopped = fill([batch_size], False, tf.bool)                         # [B]
+    has_attention = [False]  # set while tracing/running the loop body
+
+    def body(t, alive, finished, state, stopped):
+        log_probs, attention, state = step_fn(
+            tf.reshape(alive["last"], [-1]), state)
+        log_probs = unflatten_beams(tf.cast(log_probs, tf.float32), k)
+        vocab_size = tf.shape(log_probs)[2]                           # [B,K,V]
+        if attention is None:
+            if _static_value(beta) != 0:
+                raise ValueError(
+                    "step_fn returned attention=None, so coverage_penalty "
+                    f"must be the constant 0, got {coverage_penalty!r}")
+            attention = tf.zeros(tf.stack([batch_size * k, 0]))
+        else:
+            has_attention[0] = True
+        attention = unflatten_beams(tf.cast(attention, tf.float32), k)
+        src_len = tf.shape(attention)[2]                              # [B,K,S]
+        if source_lengths is None:
+            source_mask = tf.ones(tf.stack([batch_size, src_len]), tf.bool)
+        else:
+            source_mask = tf.sequence_mask(source_lengths, src_len)   # [B, S]
+        time_mask = tf.one_hot(t, max_time)                              # [T]
+
+        coverage = _pad_last(alive["coverage"], src_len) + attention
+        history = (_pad_last(alive["attention"], src_len)
+                   + time_mask[:, tf.newaxis] * attention[:, :, tf.newaxis])
+        length = t + 1
+        cand_log_probs = alive["log_probs"][:, :, tf.newaxis] + log_probs
+        cand_scores = penalties.gnmt_score(                          # [B,K,V]
+            cand_log_probs, length, coverage[:, :, tf.newaxis],
+            source_mask[:, tf.newaxis, tf.newaxis], alpha, beta)
+        if beam_width is not None:
+            best = tf.reduce_max(cand_scores, axis=[1, 2], keepdims=True)
+            cand_scores = tf.where(cand_scores < best - beam_width, neg_inf,
+                                   cand_scores)
+
+        # Keep the K best of the K * V candidates.
+        top_scores, top = tf.math.top_k(
+            tf.reshape(cand_scores, [batch_size, k * vocab_size]), k)
+        beam, token = top // vocab_size, top % vocab_size          # [B, K]
+        top_log_probs = tf.gather(
+            tf.reshape(cand_log_probs, [batch_size, k * vocab_size]), top,
+            batch_dims=1)
+        valid = top_scores > neg_inf
+        ends = (token == end_id) | (length >= max_lengths[:, tf.newaxis])
+        cand_ids = (gather_beams(alive["ids"], beam)
+                    + tf.cast(time_mask, tf.int32) * token[:, :, tf.newaxis])
+        cand_history = gather_beams(history, beam)
+
+        # Ending candidates join the N best finished hypotheses. Old ones come
+        # first, so on a tie top_k keeps them and late steps change nothing.
+        candidates = {
+            "ids": cand_ids,
+            "scores": tf.where(ends & valid, top_scores, neg_inf),
+            "log_probs": tf.where(ends & valid, top_log_probs, neg_inf),
+            "lengths": tf.fill(tf.shape(token), length),
+            "attention": cand_history,
+        }
+        finished = dict(finished,
+                        attention=_pad_last(finished["attention"], src_len))
+        merged = tf.nest.map_structure(
+            lambda old, new: tf.concat([old, new], 1), finished, candidates)
+        _, best_finished = tf.math.top_k(merged["scores"], n)
+        finished = gather_beams(merged, best_finished)
+
+        # The others stay live.
+        keep = valid & ~ends
+        alive_log_probs = tf.where(keep, top_log_probs, neg_inf)
+        stop = stopped | ~tf.reduce_any(keep, axis=1)
+        worst_finished = finished["scores"][:, n - 1]                    # [B]
+        if early_stopping == "gnmt":
+            alive_scores = tf.where(keep, top_scores, neg_inf)
+            stop |= worst_finished > tf.reduce_max(alive_scores, axis=1)
+        elif early_stopping == "exact":
+            best_lp = tf.maximum(
+                penalties.length_penalty(length + 1, alpha),
+                penalties.length_penalty(max_lengths, alpha))            # [B]
+            bound = alive_log_probs / best_lp[:, tf.newaxis]
+            stop |= worst_finished > tf.reduce_max(bound, axis=1)
+        alive = {
+            "last": token,
+            "ids": cand_ids,
+            "log_probs": tf.where(stop[:, tf.newaxis], neg_inf,
+                                  alive_log_probs),
+            "coverage": gather_beams(coverage, beam),
+            "attention": cand_history,
+        }
+        state = tf.nest.map_structure(
+            lambda x: flatten_beams(
+                gather_beams(unflatten_beams(x, k), beam)), state)
+        return t + 1, alive, finished, state, stop
+
+    def cond(t, alive, finished, state, stopped):
+        return (t < max_time) & ~tf.reduce_all(stopped)
+
+    def buffer_shape(x):
+        # Only the beam axis is static: B, T and S vary (S from 0 to S).
+        return tf.TensorShape([None, x.shape[1]] + [None] * (x.shape.rank - 2))
+
+    loop_vars = (tf.constant(0), alive, finished, state, stopped)
+    shape_invariants = (
+        tf.TensorShape([]),
+        tf.nest.map_structure(buffer_shape, alive),
+        tf.nest.map_structure(buffer_shape, finished),
+        tf.nest.map_structure(
+            lambda x: tf.TensorShape([None] + x.shape[1:].as_list()), state),
+        tf.TensorShape([None]),
+    )
+    num_steps, _, finished, _, _ = tf.while_loop(
+        cond, body, loop_vars, shape_invariants=shape_invariants,
+        maximum_iterations=max_time)
+
+    out_time = tf.maximum(tf.reduce_max(finished["lengths"]), 0)
+    return DecodingResult(
+        ids=finished["ids"][:, :, :out_time],
+        lengths=finished["lengths"],
+        scores=finished["scores"],
+        log_probs=finished["log_probs"],
+        attention=(finished["attention"][:, :, :out_time]
+                   if has_attention[0] else None),
+        num_steps=num_steps,
+    )

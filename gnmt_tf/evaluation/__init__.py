@@ -1,0 +1,6 @@
+"""Translation quality metrics: sacreBLEU (BLEU, chrF) and GNMT's GLEU."""
+
+from gnmt_tf.evaluation.gleu import corpus_gleu, sentence_gleu
+from gnmt_tf.evaluation.sacrebleu_scores import Scores, score_corpus
+
+__all__ = ["Scores", "corpus_gleu", "score_corpus", "sentence_gleu"]

@@ -1,0 +1,99 @@
+"""GNMT decoder: bottom LSTM queries attention; the context feeds upper layers."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from gnmt_tf.layers.additive_attention import AdditiveAttention
+from gnmt_tf.layers.gnmt_encoder import clip_residual
+from gnmt_tf.layers.lstm import LSTM
+
+
+class GNMTDecoder(keras.layers.Layer):
+    """The decoder of Wu et al. 2016 (§3, Fig. 1).
+
+    The bottom LSTM reads the previous target embedding; its output is the query
+    of an additive attention over the top encoder layer. The attention context is
+    concatenated to the input of every upper layer. Because the query comes from
+    the bottom layer (not the top one), training runs every layer over the whole
+    target sequence at once under teacher forcing; decoding runs the same
+    weights one step at a time (`step`).
+
+    Args:
+      num_layers: int. Decoder layers (>= 2).
+      hidden_dim: int. Units per LSTM.
+      attention_dim: int. Hidden size of the additive attention.
+      dropout: float. Dropout on each layer's input during training.
+      residual_start: int. First 1-based layer with a residual connection.
+      cell_clip: scalar `tf.Variable` or None. Quantization-friendly clipping.
+
+    Call arguments:
+      embedded: float `[B, T, D]` embeddings of the shifted target.
+      memory: float `[B, S, H]` top encoder outputs.
+      memory_mask: bool `[B, S]`.
+
+    Returns:
+      `(outputs [B, T, hidden_dim], attention [B, T, S])`.
+    """
+
+    def __init__(self, num_layers, hidden_dim, attention_dim, dropout=0.0,
+                 residual_start=3, cell_clip=None, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.hidden_dim = hidden_dim
+        self.attention_dim = attention_dim
+        self.dropout = dropout
+        self.residual_start = residual_start
+        self.cell_clip = cell_clip
+        self.lstms = [LSTM(hidden_dim, cell_clip, name=f"lstm_{i}")
+                      for i in range(1, num_layers + 1)]
+        self.attention = AdditiveAttention(attention_dim, name="attention")
+        self.dropout_layer = keras.layers.Dropout(dropout)
+
+    def _upper(self, layer_index, out, x):
+        if layer_index >= self.residual_start:
+            return clip_residual(out + x, self.cell_clip)
+        return out
+
+    def call(self, embedded, memory, memory_mask, training=False):
+        memory_keys = self.attention.project_memory(memory)
+        x = self.lstms[0](self.dropout_layer(embedded, training=training))
+        context, attention = self.attention(x, memory, memory_keys, memory_mask)
+        for index, lstm in enumerate(self.lstms[1:], start=2):
+            inputs = tf.concat(
+                [self.dropout_layer(x, training=training), context], axis=-1)
+            x = self._upper(index, lstm(inputs), x)
+        return x, attention
+
+    def initial_state(self, memory, memory_mask):
+        """Decoding state for `step`: attention memory plus zero LSTM states."""
+        batch_size = tf.shape(memory)[0]
+        state = {"memory": memory,
+                 "memory_keys": self.attention.project_memory(memory),
+                 "memory_mask": memory_mask}
+        for i, lstm in enumerate(self.lstms):
+            state[f"h_{i}"], state[f"c_{i}"] = lstm.zero_state(
+                batch_size, memory.dtype)
+        return state
+
+    def step(self, embedded, state):
+        """One decoding step: `embedded [N, D]` -> `(output [N, H], attention [N, S], state)`."""
+        new_state = dict(state)
+        x, (new_state["h_0"], new_state["c_0"]) = self.lstms[0].step(
+            embedded, (state["h_0"], state["c_0"]))
+        context, attention = self.attention(
+            x, state["memory"], state["memory_keys"], state["memory_mask"])
+        for i, lstm in enumerate(self.lstms[1:], start=1):
+            out, (new_state[f"h_{i}"], new_state[f"c_{i}"]) = lstm.step(
+                tf.concat([x, context], axis=-1),
+                (state[f"h_{i}"], state[f"c_{i}"]))
+            x = self._upper(i + 1, out, x)
+        return x, attention, new_state
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_layers": self.num_layers,
+                       "hidden_dim": self.hidden_dim,
+                       "attention_dim": self.attention_dim,
+                       "dropout": self.dropout,
+                       "residual_start": self.residual_start})
+        return config

@@ -1,0 +1,74 @@
+"""GNMT encoder: bidirectional bottom LSTM, then residual unidirectional LSTMs."""
+
+import tensorflow as tf
+import tf_keras as keras
+
+from gnmt_tf.layers.lstm import LSTM
+
+
+def clip_residual(x, clip):
+    return x if clip is None else tf.clip_by_value(x, -clip, clip)
+
+
+class GNMTEncoder(keras.layers.Layer):
+    """The encoder of Wu et al. 2016 (§3, Fig. 3).
+
+    Layer 1 runs a forward and a backward LSTM over the embedded source and
+    concatenates their outputs; layers 2..L are forward LSTMs; layers from
+    `residual_start` up add their input to their output (residual connection),
+    clipped to [-delta, delta] when `cell_clip` is set.
+
+    Args:
+      num_layers: int. Encoder layers, the bidirectional one included.
+      hidden_dim: int. Units per LSTM (each direction of layer 1 included).
+      dropout: float. Dropout on each layer's input during training.
+      residual_start: int. First 1-based layer with a residual connection.
+      cell_clip: scalar `tf.Variable` or None. Quantization-friendly clipping.
+
+    Call arguments:
+      embedded: float `[B, S, D]` source embeddings.
+      lengths: int `[B]` source lengths (padding at the end).
+
+    Returns:
+      Top-layer outputs `[B, S, hidden_dim]`.
+    """
+
+    def __init__(self, num_layers, hidden_dim, dropout=0.0, residual_start=3,
+                 cell_clip=None, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers = num_layers
+        self.hidden_dim = hidden_dim
+        self.dropout = dropout
+        self.residual_start = residual_start
+        self.cell_clip = cell_clip
+        self.forward_lstm = LSTM(hidden_dim, cell_clip, name="lstm_1_forward")
+        self.backward_lstm = LSTM(hidden_dim, cell_clip, name="lstm_1_backward")
+        self.upper_lstms = [LSTM(hidden_dim, cell_clip, name=f"lstm_{i}")
+                            for i in range(2, num_layers + 1)]
+        self.dropout_layer = keras.layers.Dropout(dropout)
+
+    def call(self, embedded, lengths, training=False):
+        x = self.dropout_layer(embedded, training=training)
+        forward = self.forward_lstm(x)
+        reversed_x = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+        backward = tf.reverse_sequence(
+            self.backward_lstm(reversed_x), lengths, seq_axis=1, batch_axis=0)
+        x = tf.concat([forward, backward], axis=-1)  # [B, S, 2H]
+        if self.num_layers == 1:
+            # One layer: project the two directions down to hidden_dim by
+            # averaging, so the decoder always sees hidden_dim features.
+            return 0.5 * (forward + backward)
+        for index, lstm in enumerate(self.upper_lstms, start=2):
+            out = lstm(self.dropout_layer(x, training=training))
+            if index >= self.residual_start:
+                out = clip_residual(out + x, self.cell_clip)
+            x = out
+        return x
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_layers": self.num_layers,
+                       "hidden_dim": self.hidden_dim,
+                       "dropout": self.dropout,
+                       "residual_start": self.residual_start})
+        return config

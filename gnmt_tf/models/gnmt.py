@@ -1,0 +1,113 @@
+"""The GNMT sequence-to-sequence model (Wu et al. 2016, arXiv:1609.08144)."""
+
+import dataclasses
+
+import tensorflow as tf
+import tf_keras as keras
+
+from gnmt_tf.config import GNMTConfig
+from gnmt_tf.layers.gnmt_decoder import GNMTDecoder
+from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
+
+
+class GNMT(keras.Model):
+    """Deep residual LSTM encoder-decoder with bottom-to-top attention.
+
+    `call` is the teacher-forced full-sequence pass used by `model.fit`;
+    `encode` / `initial_state` / `step` are the step-function interface the
+    shared searches in `gnmt_tf.decoding` drive (one target position per call,
+    same weights and arithmetic).
+
+    Args:
+      config: `GNMTConfig` (or its fields as keyword arguments via `from_config`).
+
+    Call arguments:
+      inputs: dict with `source_ids` int `[B, S]` and `target_in_ids` int
+        `[B, T]`, 0-padded (`target_in_ids` starts with the start token).
+
+    Returns:
+      Logits `[B, T, vocabulary_size]`.
+
+    Example:
+      >>> model = GNMT(gnmt_tf.presets.get_preset("gnmt_tiny")[0])
+      >>> logits = model({"source_ids": src, "target_in_ids": tgt_in})
+    """
+
+    def __init__(self, config: GNMTConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        # Quantization-friendly training clips cell states and residual sums to
+        # [-delta, delta]; delta lives in a variable so a callback can anneal it.
+        self.cell_clip = None
+        if config.clip_cell:
+            self.cell_clip = tf.Variable(8.0, trainable=False, name="cell_clip")
+        self.embedding = keras.layers.Embedding(
+            config.vocabulary_size, config.hidden_dim, name="embedding",
+            embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
+        self.target_embedding = self.embedding
+        if not config.tie_embeddings:
+            self.target_embedding = keras.layers.Embedding(
+                config.vocabulary_size, config.hidden_dim, name="target_embedding",
+                embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
+        self.encoder = GNMTEncoder(
+            config.num_encoder_layers, config.hidden_dim, config.dropout,
+            config.residual_start, self.cell_clip, name="encoder")
+        self.decoder = GNMTDecoder(
+            config.num_decoder_layers, config.hidden_dim, config.attention_dim,
+            config.dropout, config.residual_start, self.cell_clip, name="decoder")
+        self.output_bias = self.add_weight(
+            "output_bias", shape=(config.vocabulary_size,), initializer="zeros")
+        if not config.tie_embeddings:
+            self.output_dense = keras.layers.Dense(
+                config.vocabulary_size, use_bias=False, name="output")
+
+    def _logits(self, outputs):
+        if self.config.tie_embeddings:
+            logits = tf.matmul(outputs, self.target_embedding.embeddings,
+                               transpose_b=True) + self.output_bias
+        else:
+            logits = self.output_dense(outputs) + self.output_bias
+        if self.config.logit_clip:
+            gamma = self.config.logit_clip
+            logits = tf.clip_by_value(logits, -gamma, gamma)
+        return logits
+
+    def encode(self, source_ids, training=False):
+        """Encodes `source_ids [B, S]` -> dict(memory [B,S,H], memory_mask [B,S])."""
+        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        mask = tf.not_equal(source_ids, self.config.pad_id)
+        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)
+        memory = self.encoder(self.embedding(source_ids), lengths, training=training)
+        return {"memory": memory, "memory_mask": mask}
+
+    def call(self, inputs, training=False, return_attention=False):
+        encoded = self.encode(inputs["source_ids"], training=training)
+        target = self.target_embedding(tf.cast(inputs["target_in_ids"], tf.int32))
+        outputs, attention = self.decoder(
+            target, encoded["memory"], encoded["memory_mask"], training=training)
+        logits = self._logits(outputs)
+        if return_attention:
+            return logits, attention
+        return logits
+
+    def dummy_inputs(self):
+        """A one-token batch that builds every variable when called."""
+        return {"source_ids": tf.constant([[self.config.eos_id]], tf.int32),
+                "target_in_ids": tf.constant([[self.config.bos_id]], tf.int32)}
+
+    def initial_state(self, encoded):
+        """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`."""
+        return self.decoder.initial_state(encoded["memory"], encoded["memory_mask"])
+
+    def step(self, ids, state):
+        """`ids [N]` -> `(log_probs [N, V], attention [N, S], new_state)`."""
+        embedded = self.target_embedding(tf.cast(ids, tf.int32))
+        outputs, attention, state = self.decoder.step(embedded, state)
+        return tf.nn.log_softmax(self._logits(outputs)), attention, state
+
+    def get_config(self):
+        return dataclasses.asdict(self.config)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return cls(GNMTConfig(**config))

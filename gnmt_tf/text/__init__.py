@@ -1,0 +1,1 @@
+"""Subword vocabularies (SentencePiece) used in Python and in-graph."""

@@ -1,0 +1,1 @@
+"""Losses, schedules, callbacks and the model.fit-based trainer."""

@@ -1,0 +1,134 @@
+"""Keras callbacks: delta annealing, step checkpoints, wall-time budget, progress."""
+
+import json
+import os
+import pathlib
+import sys
+import time
+
+import tf_keras as keras
+
+
+class DeltaAnnealing(keras.callbacks.Callback):
+    """Anneals the cell/residual clipping bound delta from `start` to `end`.
+
+    GNMT (§6) trains with clipping range delta annealed from 8 to 1 so that the
+    final model's accumulators fit a narrow fixed-point range. Linear in the
+    optimizer step over `anneal_steps`, then held at `end`.
+    """
+
+    def __init__(self, variable, start=8.0, end=1.0, anneal_steps=10000):
+        super().__init__()
+        self.variable = variable
+        self.start, self.end, self.anneal_steps = start, end, anneal_steps
+
+    def value_at(self, step):
+        fraction = min(1.0, step / max(1, self.anneal_steps))
+        return self.start + (self.end - self.start) * fraction
+
+    def on_train_batch_begin(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        self.variable.assign(self.value_at(step))
+
+
+def read_progress(path):
+    """Cumulative training progress saved beside the checkpoints."""
+    try:
+        return json.loads(pathlib.Path(path).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {"step": 0, "train_seconds": 0.0, "target_tokens": 0.0}
+
+
+class StepCheckpoint(keras.callbacks.Callback):
+    """Saves a `tf.train.CheckpointManager` every `every` optimizer steps and at
+    the end of training (also when training stops early), and records the
+    cumulative wall time and target tokens in `progress_path` (JSON), so time
+    budgets and throughput figures survive a kill and resume."""
+
+    def __init__(self, manager, every, progress_path, progress_logger):
+        super().__init__()
+        self.manager = manager
+        self.every = every
+        self.progress_path = pathlib.Path(progress_path)
+        self.logger = progress_logger
+        self.previous = read_progress(progress_path)
+
+    def _save(self, step):
+        self.manager.save(checkpoint_number=step)
+        progress = {
+            "step": step,
+            "train_seconds": self.previous["train_seconds"] + self.logger.elapsed(),
+            "target_tokens": self.previous["target_tokens"] + self.logger.total_tokens(),
+        }
+        tmp = self.progress_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(progress) + "\n")
+        os.replace(tmp, self.progress_path)
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every == 0:
+            self._save(step)
+
+    def on_train_end(self, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        latest = self.manager.latest_checkpoint
+        if latest is None or not latest.endswith(f"-{step}"):
+            self._save(step)
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `minutes` of wall time have passed, counting
+    `already_seconds` spent by earlier (resumed) runs."""
+
+    def __init__(self, minutes, already_seconds=0.0):
+        super().__init__()
+        self.seconds = minutes * 60.0 - already_seconds
+        self.start = None
+
+    def on_train_begin(self, logs=None):
+        self.start = time.monotonic()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if time.monotonic() - self.start >= self.seconds:
+            self.model.stop_training = True
+
+
+class ProgressLogger(keras.callbacks.Callback):
+    """Prints step, loss, tokens/s and elapsed time every `every` steps."""
+
+    def __init__(self, every=100, stream=sys.stderr):
+        super().__init__()
+        self.every = every
+        self.stream = stream
+        self.tokens = 0  # tokens since the last report
+        self.epoch_tokens = 0.0  # the `target_tokens` metric is per epoch
+        self.train_tokens = 0
+        self.train_seconds = 0.0
+
+    def on_train_begin(self, logs=None):
+        self.start = self.last = time.monotonic()
+
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+    def total_tokens(self):
+        return self.train_tokens + self.tokens
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch_tokens = 0.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        logs = logs or {}
+        total = float(logs.get("target_tokens", 0.0))
+        self.tokens += total - self.epoch_tokens
+        self.epoch_tokens = total
+        if step % self.every == 0:
+            now = time.monotonic()
+            rate = self.tokens / max(now - self.last, 1e-9)
+            self.train_tokens += self.tokens
+            self.train_seconds += now - self.last
+            print(f"step {step}  loss {logs.get('loss', float('nan')):.4f}  "
+                  f"tgt_tok/s {rate:.0f}  elapsed {now - self.start:.0f}s",
+                  file=self.stream, flush=True)
+            self.tokens, self.last = 0, now

@@ -1,0 +1,172 @@
+"""Training a model directory with `model.fit`: vocabulary, data, strategy,
+checkpoints every N steps, resume after a kill, wall-time budget."""
+
+import dataclasses
+import math
+import pathlib
+import shutil
+import sys
+
+import tensorflow as tf
+import tf_keras as keras
+
+from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.data import corpus
+from gnmt_tf.data.pipeline import make_dataset
+from gnmt_tf.text.subword import Subwords, train_sentencepiece
+from gnmt_tf.training import callbacks as callbacks_lib
+from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
+from gnmt_tf.training.schedules import WarmupRsqrtDecay
+
+STRATEGIES = ("default", "mirrored", "multi_worker_mirrored")
+
+
+def make_strategy(name="default"):
+    """Returns the `tf.distribute` strategy named `name`.
+
+    `multi_worker_mirrored` reads the cluster from the `TF_CONFIG` environment
+    variable, so the same command scales past one machine.
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a training run did."""
+
+    steps: int
+    seconds: float
+    target_tokens_per_s: float
+    resumed_from: str = None
+
+
+def prepare_vocabulary(model_dir, sentences, vocabulary_size, vocab=None,
+                       user_defined_symbols=()):
+    """Puts a SentencePiece model at `model_dir/spm.model` (copy or train)."""
+    target = pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE
+    if target.exists():
+        return Subwords(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if vocab:
+        shutil.copyfile(vocab, target)
+    else:
+        print(f"training a {vocabulary_size}-piece SentencePiece vocabulary",
+              file=sys.stderr)
+        train_sentencepiece(sentences, target.with_suffix(""), vocabulary_size,
+                            user_defined_symbols=user_defined_symbols)
+    return Subwords(target)
+
+
+def compile_model(model, train_config, pad_id=0):
+    optimizer = keras.optimizers.Adam(
+        WarmupRsqrtDecay(train_config.learning_rate, train_config.warmup_steps),
+        clipnorm=train_config.clip_norm)
+    model.compile(
+        optimizer=optimizer,
+        loss=MaskedCrossEntropy(train_config.label_smoothing, pad_id),
+        metrics=[MaskedAccuracy(pad_id), TargetTokens(pad_id)])
+    return optimizer
+
+
+def fit(model, train_config, dataset, model_dir, validation_data=None,
+        extra_callbacks=(), log_every=100):
+    """Runs `model.fit` with checkpoints and resume; the model must be compiled.
+
+    Returns:
+      `TrainResult`.
+    """
+    optimizer = model.optimizer
+    model(model.dummy_inputs())
+    optimizer.build(model.trainable_variables)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(
+        checkpoint, str(pathlib.Path(model_dir) / model_dir_lib.CHECKPOINT_DIR),
+        max_to_keep=3)
+    resumed = model_dir_lib.restore_latest(checkpoint, model_dir,
+                                           expect_partial=False)
+    step = int(optimizer.iterations.numpy())
+    progress_path = pathlib.Path(model_dir) / "progress.json"
+    previous = callbacks_lib.read_progress(progress_path)
+    if train_config.max_minutes and previous["train_seconds"] >= 60 * train_config.max_minutes:
+        print(f"time budget of {train_config.max_minutes} min already spent",
+              file=sys.stderr)
+        return TrainResult(step, 0.0, 0.0, resumed)
+    if resumed:
+        print(f"resuming from {resumed} (step {step})", file=sys.stderr)
+    if step >= train_config.train_steps:
+        print(f"already trained {step} steps", file=sys.stderr)
+        return TrainResult(step, 0.0, 0.0, resumed)
+
+    steps_per_epoch = train_config.checkpoint_every
+    epochs = math.ceil(train_config.train_steps / steps_per_epoch)
+    progress = callbacks_lib.ProgressLogger(every=log_every)
+    callbacks = [progress,
+                 callbacks_lib.StepCheckpoint(manager, train_config.checkpoint_every,
+                                              progress_path, progress),
+                 *extra_callbacks]
+    if train_config.max_minutes:
+        callbacks.append(callbacks_lib.TimeBudget(
+            train_config.max_minutes, previous["train_seconds"]))
+    if getattr(model, "cell_clip", None) is not None:
+        callbacks.append(callbacks_lib.DeltaAnnealing(
+            model.cell_clip, train_config.delta_start, train_config.delta_end,
+            train_config.delta_anneal_steps))
+    model.fit(dataset, epochs=epochs, initial_epoch=step // steps_per_epoch,
+              steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+              validation_data=validation_data, verbose=0)
+    final_step = int(optimizer.iterations.numpy())
+    total = callbacks_lib.read_progress(progress_path)
+    rate = total["target_tokens"] / max(total["train_seconds"], 1e-9)
+    return TrainResult(final_step, total["train_seconds"], rate, resumed)
+
+
+def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
+               train_config, vocab=None, strategy="default", log_every=100):
+    """Trains (or resumes) a GNMT in `model_dir` on `<data_dir>/train.*`.
+
+    On first use the config is written to `model_dir/config.json`; a resumed
+    run reads the architecture from there, so a restart cannot silently change
+    it. Validation loss on `val.*` is reported once per checkpoint interval.
+    """
+    from gnmt_tf.models.gnmt import GNMT
+
+    data_dir = corpus.resolve_data_dir(data_dir)
+    src, tgt = corpus.read_parallel(data_dir, "train", src_lang, tgt_lang)
+    config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
+    if config_path.exists():
+        from gnmt_tf.config import GNMTConfig, from_dict
+
+        saved = model_dir_lib.read_config(model_dir)
+        model_config = from_dict(GNMTConfig, saved["model"])
+    subwords = prepare_vocabulary(model_dir, src + tgt,
+                                  model_config.vocabulary_size, vocab)
+    model_config = dataclasses.replace(
+        model_config, vocabulary_size=subwords.vocabulary_size)
+    model_dir_lib.write_config(
+        model_dir, "gnmt", model_config, train_config,
+        {"src_lang": src_lang, "tgt_lang": tgt_lang})
+
+    dataset = make_dataset(subwords.encode(src), subwords.encode(tgt),
+                           train_config.max_tokens, train_config.max_length,
+                           shuffle_buffer=train_config.shuffle_buffer,
+                           seed=train_config.seed)
+    validation = None
+    try:
+        val_src, val_tgt = corpus.read_parallel(data_dir, "val", src_lang, tgt_lang)
+        validation = make_dataset(subwords.encode(val_src), subwords.encode(val_tgt),
+                                  train_config.max_tokens, train_config.max_length,
+                                  shuffle=False, repeat=False)
+    except FileNotFoundError:
+        pass
+    keras.utils.set_random_seed(train_config.seed)
+    with make_strategy(strategy).scope():
+        model = GNMT(model_config)
+        compile_model(model, train_config, model_config.pad_id)
+        return fit(model, train_config, dataset, model_dir, validation,
+                   log_every=log_every)

@@ -1,0 +1,29 @@
+"""gnmt-tf: one distribution with five packages and the `gnmt-tf` command."""
+
+import pathlib
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).parent
+
+
+def _requirements():
+    lines = (HERE / "requirements.txt").read_text().splitlines()
+    return [l.strip() for l in lines if l.strip() and not l.startswith("#")]
+
+
+setup(
+    name="gnmt-tf",
+    version="0.1.0",
+    description="TensorFlow/Keras NMT model zoo: GNMT, task-space Transformer, "
+                "alignment, export and serving",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8")
+    if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(
+        include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*"]),
+    install_requires=_requirements(),
+    extras_require={"dev": ["pytest>=7"]},
+    entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
+)
