@@ -34,3 +34,55 @@ def data_dir():
         if c and pathlib.Path(c, "train.en.gz").exists():
             return pathlib.Path(c)
     pytest.skip("Multi30k data not found (set GNMT_TF_DATA)")
+
+
+_NOUNS = [("man", "Mann"), ("woman", "Frau"), ("dog", "Hund"), ("cat", "Katze"),
+          ("child", "Kind"), ("boy", "Junge"), ("girl", "Mädchen"), ("horse", "Pferd")]
+_VERBS = [("runs", "läuft"), ("sleeps", "schläft"), ("eats", "isst"),
+          ("plays", "spielt"), ("jumps", "springt")]
+_ADJS = [("big", "großer"), ("small", "kleiner"), ("old", "alter"), ("young", "junger")]
+
+
+def toy_pairs():
+    """A deterministic English->German toy corpus (160 pairs)."""
+    pairs = []
+    for adj_en, adj_de in _ADJS:
+        for noun_en, noun_de in _NOUNS:
+            for verb_en, verb_de in _VERBS:
+                pairs.append((f"A {adj_en} {noun_en} {verb_en}.",
+                              f"Ein {adj_de} {noun_de} {verb_de}."))
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def toy_data_dir(tmp_path_factory):
+    """train/val/test_2016_flickr .en/.de files of the toy corpus."""
+    path = tmp_path_factory.mktemp("toy_data")
+    pairs = toy_pairs()
+    splits = {"train": pairs, "val": pairs[::10], "test_2016_flickr": pairs[5::10]}
+    for split, rows in splits.items():
+        for lang, column in (("en", 0), ("de", 1)):
+            (path / f"{split}.{lang}").write_text(
+                "".join(r[column] + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(toy_data_dir, tmp_path_factory):
+    """A gnmt_tiny model trained for a few steps on the toy corpus."""
+    from gnmt_tf.config import apply_overrides
+    from gnmt_tf.presets import get_preset
+    from gnmt_tf.training.trainer import train_gnmt
+
+    model_dir = tmp_path_factory.mktemp("tiny_model")
+    model_config, train_config = get_preset("gnmt_tiny")
+    model_config = apply_overrides(model_config, ["vocabulary_size=100"])
+    train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10"])
+    train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config)
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def toy_corpus():
+    """The toy corpus as a list of (English, German) pairs."""
+    return toy_pairs()

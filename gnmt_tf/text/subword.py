@@ -42,6 +42,9 @@ def train_sentencepiece(sentences, model_prefix, vocabulary_size=8000,
         pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
         user_defined_symbols=list(user_defined_symbols),
         num_threads=2,
+        # A soft limit: small corpora (tests, new languages) get fewer pieces
+        # instead of an error; model configs take the real size.
+        hard_vocab_limit=False,
         minloglevel=2,
     )
     return model_prefix.with_suffix(".model")

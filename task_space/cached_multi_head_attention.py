@@ -1,0 +1,104 @@
+"""`CachedMultiHeadAttention`: scaled dot-product attention in three parts."""
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+import tf_keras as keras
+
+from task_space.layer_utils import build_sublayer
+from task_space.layer_utils import mask_value
+
+
+@keras.utils.register_keras_serializable(package="task_space")
+class CachedMultiHeadAttention(keras.layers.Layer):
+    """Multi-head attention whose projections and attention are separable.
+
+    `call(query, value, mask)` is ordinary multi-head attention (Vaswani et
+    al., 2017). For incremental decoding the same computation is exposed in
+    parts: `project_query(x)` and `project_key_value(x)` give per-head
+    tensors, and `attend(q, k, v, mask)` combines them, so a decoder can keep
+    keys/values of past positions (or of the encoder output) in a cache and
+    attend to the cache with exactly the arithmetic of the full pass.
+
+    Shapes: `B` batch, `T` query length, `S` key length, `H` heads, `Dh`
+    `head_dim`, `d` the input width (`query.shape[-1]`).
+
+    Args:
+        num_heads: int. Number of attention heads `H`.
+        head_dim: int. Width `Dh` of each head's queries, keys and values.
+        dropout: float. Dropout applied to the attention probabilities.
+        **kwargs: passed to `keras.layers.Layer` (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: float `[B, T, d]`.
+        value: float `[B, S, d]`; keys are projected from it too.
+        mask: optional bool `[B, T, S]` or `[B, 1, S]`; True = may attend.
+        training: bool. Enables dropout.
+
+    Returns:
+        `(output [B, T, d], probabilities [B, H, T, S])`; the probabilities
+        are taken before dropout.
+    """
+
+    def __init__(self, num_heads, head_dim, dropout=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_dim = head_dim
+        self.dropout = dropout
+
+        # === Layers ===
+        def projection(name):
+            return keras.layers.EinsumDense(
+                "btd,dhk->bthk", output_shape=(None, num_heads, head_dim),
+                bias_axes="hk", dtype=self.dtype_policy, name=name)
+
+        self._query_dense = projection("query")
+        self._key_dense = projection("key")
+        self._value_dense = projection("value")
+        self._dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy)
+        self._output_dense = None  # Width known at build time.
+
+    def build(self, input_shape):
+        hidden_dim = input_shape[-1]
+        shape = (None, None, hidden_dim)
+        self._output_dense = keras.layers.EinsumDense(
+            "bthk,hkd->btd", output_shape=(None, hidden_dim), bias_axes="d",
+            dtype=self.dtype_policy, name="output")
+        for layer in (self._query_dense, self._key_dense, self._value_dense):
+            build_sublayer(layer, shape)
+        build_sublayer(self._output_dense,
+                       (None, None, self.num_heads, self.head_dim))
+        super().build(input_shape)
+
+    def project_query(self, x):
+        """`[B, T, d]` -> scaled queries `[B, T, H, Dh]`."""
+        scale = tf.cast(self.head_dim ** -0.5, self.compute_dtype)
+        return self._query_dense(x) * scale
+
+    def project_key_value(self, x):
+        """`[B, S, d]` -> `(keys [B, S, H, Dh], values [B, S, H, Dh])`."""
+        return self._key_dense(x), self._value_dense(x)
+
+    def attend(self, query, key, value, mask=None, training=False):
+        """Projected `query [B,T,H,Dh]`, `key`/`value [B,S,H,Dh]` -> call()."""
+        scores = tf.einsum("bthk,bshk->bhts", query, key)  # [B, H, T, S]
+        if mask is not None:
+            scores = tf.where(mask[:, None, :, :], scores,
+                              tf.cast(mask_value(scores.dtype), scores.dtype))
+        probabilities = tf.nn.softmax(scores, axis=-1)
+        dropped = self._dropout_layer(probabilities, training=training)
+        context = tf.einsum("bhts,bshk->bthk", dropped, value)
+        return self._output_dense(context), probabilities
+
+    def call(self, query, value, mask=None, training=False):
+        key, value_heads = self.project_key_value(value)
+        return self.attend(self.project_query(query), key, value_heads,
+                           mask=mask, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_heads": self.num_heads,
+                       "head_dim": self.head_dim,
+                       "dropout": self.dropout})
+        return config

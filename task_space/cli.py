@@ -1,0 +1,205 @@
+"""Command line for the task-space Transformer.
+
+Discovered by `gnmt_tf.cli.main` (which imports this module and calls
+`register`), so it stays light: TensorFlow is imported inside the `*_from_args`
+functions only. Importing it registers the `task_space_transformer` model type.
+
+Two ways in:
+
+- `gnmt-tf task-space train ...` / `gnmt-tf task-space translate ...`,
+  registered here, work on their own.
+- The core `gnmt-tf train` / `gnmt-tf translate` commands can hand over to
+  `train_from_args` (when `--preset` starts with `transformer_`, see
+  `is_task_space_preset`) and `translate_from_args` (when the model
+  directory holds a task-space model, see `is_task_space_model_dir`); the
+  arguments these read are added by `add_train_arguments` /
+  `add_translate_arguments`.
+
+Examples:
+
+    gnmt-tf task-space train --preset transformer_small --directions all \\
+        --model-dir runs/ts --data-dir /path/to/multi30k --minutes 60
+    gnmt-tf task-space translate --model runs/ts --src-lang en \\
+        --tgt-lang fr --tags caption < src.txt
+"""
+
+import os
+import sys
+
+from task_space.registry import is_task_space_model_dir  # noqa: F401
+from task_space.registry import MODEL_TYPE  # noqa: F401
+
+PRESET_PREFIX = "transformer_"
+LIST_FIELDS = ("languages", "scene_tags")
+
+
+def is_task_space_preset(name) -> bool:
+    """True for the `task_space.presets` names (`transformer_*`)."""
+    return bool(name) and name.startswith(PRESET_PREFIX)
+
+
+def add_train_arguments(parser):
+    """The task-space options that `gnmt-tf train` lacks."""
+    parser.add_argument(
+        "--directions", default=None,
+        help="task-space models: 'all' (default), 'en-de,en-fr', or "
+             "'all-except:fr-cs,cs-fr' (hold directions out for zero-shot)")
+    parser.add_argument(
+        "--tags", default=None,
+        help="task-space models: comma-separated scene tags of the training "
+             "examples (default: caption)")
+
+
+def add_translate_arguments(parser, languages=True):
+    """The task-space options that `gnmt-tf translate` lacks."""
+    if languages:
+        parser.add_argument("--src-lang", help="source language code")
+        parser.add_argument("--tgt-lang", help="target language code")
+    parser.add_argument(
+        "--tags", default=None,
+        help="task-space models: comma-separated scene tags, '' for none "
+             "(default: the tags the model was trained with)")
+
+
+def register(subparsers):
+    from gnmt_tf.cli.translate import add_search_arguments
+
+    parser = subparsers.add_parser(
+        "task-space",
+        help="train / translate with the multi-direction task-space "
+             "Transformer")
+    sub = parser.add_subparsers(dest="task_space_command", metavar="ACTION")
+    sub.required = True
+
+    train = sub.add_parser(
+        "train", help="train (or resume) a task-space Transformer on "
+                      "Multi30k directions")
+    train.add_argument("--preset", default="transformer_small",
+                       help="transformer_tiny, transformer_small, "
+                            "transformer_base")
+    train.add_argument("--model-dir", required=True)
+    train.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
+                       help="Multi30k directory (default $GNMT_TF_DATA)")
+    add_train_arguments(train)
+    train.add_argument("--set", dest="overrides", action="append",
+                       default=[], metavar="KEY=VALUE",
+                       help="override a model, training or task option, "
+                            "e.g. use_task_space=false, "
+                            "target_language_token=true (repeatable)")
+    train.add_argument("--vocab", help="use this SentencePiece .model")
+    train.add_argument("--strategy", default="default",
+                       choices=["default", "mirrored",
+                                "multi_worker_mirrored"])
+    train.add_argument("--minutes", type=float,
+                       help="wall-time budget (same as --set max_minutes=M)")
+    train.add_argument("--log-every", type=int, default=100)
+    train.set_defaults(func=train_from_args)
+
+    translate = sub.add_parser(
+        "translate", help="translate raw text, one sentence a line")
+    translate.add_argument("--model", required=True,
+                           help="task-space model directory")
+    translate.add_argument("--input", "-i", help="default: stdin")
+    translate.add_argument("--output", "-o", help="default: stdout")
+    translate.add_argument("--batch-size", type=int, default=32)
+    add_translate_arguments(translate)
+    add_search_arguments(translate)
+    translate.set_defaults(func=translate_from_args)
+
+
+def _split_list_overrides(overrides):
+    """`languages=en,de` -> (plain overrides, {"languages": ("en", "de")})."""
+    plain, lists = [], {}
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if key.strip() in LIST_FIELDS:
+            lists[key.strip()] = tuple(v.strip() for v in value.split(",")
+                                       if v.strip())
+        else:
+            plain.append(item)
+    return plain, lists
+
+
+def train_from_args(args):
+    """Runs `task_space.training.train_task_space` from parsed arguments.
+
+    Reads `preset`, `model_dir`, `data_dir`, `overrides`, and, where the
+    parser has them, `directions`, `tags`, `vocab`, `strategy`, `minutes`,
+    `log_every`. `--set` keys go to `TransformerConfig`, `TrainConfig` or
+    `TaskSpaceOptions`, whichever has them.
+    """
+    import dataclasses
+
+    from gnmt_tf.config import split_overrides
+    from task_space.training import (TaskSpaceOptions, get_preset,
+                                     train_task_space)
+
+    model_config, train_config = get_preset(args.preset)
+    overrides = list(getattr(args, "overrides", []) or [])
+    if getattr(args, "minutes", None) is not None:
+        overrides.append(f"max_minutes={args.minutes}")
+    overrides, lists = _split_list_overrides(overrides)
+    model_config, train_config, options = split_overrides(
+        overrides, model_config, train_config, TaskSpaceOptions())
+    if lists:
+        model_config = model_config.replace(**lists)
+    if getattr(args, "tags", None) is not None:
+        options = dataclasses.replace(options, tags=args.tags)
+    result = train_task_space(
+        args.model_dir, args.data_dir, getattr(args, "directions", None),
+        model_config, train_config, options, vocab=getattr(args, "vocab", None),
+        strategy=getattr(args, "strategy", "default"),
+        log_every=getattr(args, "log_every", 100))
+    print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
+          f"({result.target_tokens_per_s:.0f} target tokens/s); "
+          f"model in {args.model_dir}")
+    return 0
+
+
+def translate_from_args(args):
+    """Translates `args.input` (or stdin) with a task-space model directory.
+
+    Reads `model`, `input`, `output`, `batch_size`, `src_lang`, `tgt_lang`,
+    `tags` (None = the model's training tags) and the search options of
+    `gnmt_tf.cli.translate.add_search_arguments`.
+
+    Raises:
+        ValueError: missing or unknown language, unknown tag (before the
+            model is loaded).
+    """
+    from gnmt_tf.cli.translate import read_input, search_options, write_output
+    from task_space.data import parse_tags
+    from task_space.training import read_task_space_config
+
+    options = search_options(args)
+    config, trained = read_task_space_config(args.model)
+    src_lang, tgt_lang = (getattr(args, "src_lang", None),
+                          getattr(args, "tgt_lang", None))
+    if not src_lang or not tgt_lang:
+        raise ValueError("--src-lang and --tgt-lang are required for a "
+                         f"task-space model (its languages: "
+                         f"{list(config.languages)})")
+    tags = getattr(args, "tags", None)
+    if tags is None:
+        tags = trained.tags
+    config.language_id(src_lang)
+    config.language_id(tgt_lang)
+    config.tag_vector(parse_tags(tags))
+    sentences = read_input(args.input)
+
+    from task_space.translator import TaskSpaceTranslator
+
+    translator = TaskSpaceTranslator.from_model_dir(args.model)
+    empty = sum(1 for s in sentences if not s.strip())
+    if empty:
+        print(f"note: {empty} empty input line(s) give empty output lines",
+              file=sys.stderr)
+    results = translator.translate_nbest(sentences, src_lang, tgt_lang, tags,
+                                         options, args.batch_size)
+    if options.num_hypotheses == 1:
+        lines = [hyps[0].text for hyps in results]
+    else:
+        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
+                 for i, hyps in enumerate(results) for h in hyps]
+    write_output(lines, args.output)
+    return 0

@@ -1,0 +1,28 @@
+"""Small helpers shared by the task-space Transformer layers."""
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+
+
+def build_sublayer(layer, input_shape):
+    """Builds `layer` now, under its own name scope (as `__call__` would).
+
+    Building every weight at construction time lets a model be restored
+    from a checkpoint before its first call, and keeps variable creation out
+    of the `tf.function`s that drive decoding.
+    """
+    if not layer.built:
+        with tf.name_scope(layer.name):
+            layer.build(input_shape)
+
+
+def mask_value(dtype):
+    """A large negative logit for masked attention positions in `dtype`."""
+    return -3e4 if tf.as_dtype(dtype) == tf.float16 else -1e9
+
+
+def causal_mask(length):
+    """Bool `[length, length]`: True where query i may attend to key j<=i."""
+    ones = tf.ones((length, length), tf.bool)
+    return tf.linalg.band_part(ones, -1, 0)

@@ -1,0 +1,37 @@
+"""`TaskSpaceTranslationModel`: the task-space Transformer as `gnmt_tf`
+trains, saves and loads models."""
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+import tf_keras as keras
+
+from task_space.task_space_transformer import TaskSpaceTransformer
+
+
+@keras.utils.register_keras_serializable(package="task_space")
+class TaskSpaceTranslationModel(TaskSpaceTransformer):
+    """`TaskSpaceTransformer` plus what `gnmt_tf`'s model plumbing expects.
+
+    `gnmt_tf.training.trainer.fit` and `gnmt_tf.model_dir.load_model` call
+    `model(model.dummy_inputs())` to create variables before restoring a
+    checkpoint; this subclass adds that method and nothing else, so its
+    variables (and checkpoints) are exactly those of `TaskSpaceTransformer`.
+
+    Args: as `TaskSpaceTransformer`.
+
+    Example:
+    ```python
+    model = TaskSpaceTranslationModel.from_preset("transformer_tiny")
+    logits = model(model.dummy_inputs())  # [1, 1, V]
+    ```
+    """
+
+    def dummy_inputs(self):
+        """A one-token batch (first language to itself, no tags)."""
+        c = self.config
+        return {"source_ids": tf.constant([[c.eos_id]], tf.int32),
+                "target_in_ids": tf.constant([[c.bos_id]], tf.int32),
+                "src_lang": tf.zeros([1], tf.int32),
+                "tgt_lang": tf.zeros([1], tf.int32),
+                "tags": tf.zeros([1, c.num_tags], tf.int32)}

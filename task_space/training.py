@@ -1,0 +1,214 @@
+"""Training the task-space Transformer on many directions at once.
+
+`train_task_space` is `gnmt_tf.training.trainer.train_gnmt` for the
+task-space model: one shared SentencePiece vocabulary over all languages
+(with the `<2xx>` target-language tokens as unsplittable pieces), batches
+that mix directions, `model.fit` through `gnmt_tf.training.trainer.fit`
+(checkpoints every N steps, resume, wall-time budget), and a model directory
+that `gnmt_tf.model_dir.load_model` and `task_space.translator` open:
+
+    MODEL_DIR/config.json   model_type "task_space_transformer", "model"
+                            (TransformerConfig), "train" (TrainConfig) and
+                            "task_space" (directions, tags, target-language
+                            token)
+    MODEL_DIR/spm.model     the shared vocabulary
+    MODEL_DIR/checkpoints/  tf.train.Checkpoint files
+
+Baseline for comparisons (Johnson et al. 2017, "Google's Multilingual NMT
+System"): `model_config.use_task_space=False` with
+`target_language_token=True`, i.e. a plain Transformer told the target
+language only by a `<2xx>` token prepended to the source.
+"""
+
+import dataclasses
+import pathlib
+import sys
+import typing
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.config import TrainConfig
+from gnmt_tf.data import corpus
+from task_space import data as data_lib
+from task_space import registry
+from task_space.config import TransformerConfig
+
+# Training settings that go with each `task_space.presets` model preset.
+TRAIN_PRESETS = {
+    "transformer_tiny": TrainConfig(
+        max_tokens=256, max_length=16, learning_rate=1e-2, warmup_steps=10,
+        checkpoint_every=5, shuffle_buffer=64),
+    "transformer_small": TrainConfig(
+        max_tokens=4096, max_length=64, learning_rate=1e-3, warmup_steps=800,
+        label_smoothing=0.1, clip_norm=1.0),
+    "transformer_base": TrainConfig(
+        max_tokens=8192, max_length=128, learning_rate=7e-4,
+        warmup_steps=4000, label_smoothing=0.1, clip_norm=1.0),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpaceOptions:
+    """What to train on, beyond the model and optimiser settings.
+
+    All fields can be set with `--set key=value` (routed by
+    `gnmt_tf.config.split_overrides`).
+
+    Attributes:
+        directions: direction spec (`all`, `en-de,en-fr`,
+            `all-except:fr-cs,cs-fr`; see `task_space.data`), or None:
+            the saved one when resuming, else `all`.
+        tags: comma-separated scene tags of every Multi30k example.
+        target_language_token: prepend `<2tgt>` to every source (the
+            Johnson et al. baseline; combine with `use_task_space=false`).
+        validation_lines: lines of `val` per direction for the validation
+            loss reported at each checkpoint (0 = no validation).
+        max_lines: use only the first lines of each training file (None =
+            all); for quick experiments.
+    """
+
+    directions: typing.Optional[str] = None
+    tags: str = "caption"
+    target_language_token: bool = False
+    validation_lines: int = 100
+    max_lines: typing.Optional[int] = None
+
+
+def get_preset(name):
+    """`(TransformerConfig, TrainConfig)` for a `transformer_*` preset."""
+    if name not in TRAIN_PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known task-space presets: "
+                         f"{', '.join(sorted(TRAIN_PRESETS))}")
+    return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]
+
+
+def read_task_space_config(model_dir):
+    """`(TransformerConfig, TaskSpaceOptions)` saved in a model directory.
+
+    Raises:
+        FileNotFoundError: not a model directory.
+        ValueError: not a task-space model directory.
+    """
+    payload = model_dir_lib.read_config(model_dir)
+    if payload.get("model_type") != registry.MODEL_TYPE:
+        raise ValueError(f"{model_dir} holds a {payload.get('model_type')!r} "
+                         f"model, not a {registry.MODEL_TYPE!r} one")
+    options = TaskSpaceOptions(**payload.get("task_space", {}))
+    return TransformerConfig.from_dict(payload["model"]), options
+
+
+def train_task_space(model_dir, data_dir, directions=None, model_config=None,
+                     train_config=None, options=None, vocab=None,
+                     strategy="default", log_every=100):
+    """Trains (or resumes) a task-space Transformer on Multi30k directions.
+
+    On first use the vocabulary is trained (or `vocab` copied) into
+    `model_dir/spm.model`, `config.vocabulary_size` set to its size, and
+    the configs written to `model_dir/config.json`; a resumed run reads the
+    architecture and task options from there, so a restart cannot silently
+    change them.
+
+    Args:
+        model_dir: str or Path; created if missing, resumed if present.
+        data_dir: Multi30k directory (`train.<lang>[.gz]`, `val.*`).
+        directions: direction spec or list; overrides `options.directions`.
+        model_config: `TransformerConfig` (default: `transformer_small`).
+        train_config: `gnmt_tf.config.TrainConfig` (default: the preset's).
+        options: `TaskSpaceOptions`.
+        vocab: optional SentencePiece `.model` to use instead of training
+            one (needs the `<2xx>` pieces if `target_language_token`).
+        strategy: `tf.distribute` strategy name (see `make_strategy`).
+        log_every: steps between progress lines.
+
+    Returns:
+        `gnmt_tf.training.trainer.TrainResult`.
+
+    Raises:
+        ValueError: bad directions or tags, or `directions` differing from
+            the ones a resumed model directory was trained on.
+    """
+    import tf_keras as keras
+
+    from gnmt_tf.training import trainer
+    from task_space.task_space_translation_model import (
+        TaskSpaceTranslationModel)
+
+    options = options or TaskSpaceOptions()
+    if directions is not None:
+        if not isinstance(directions, str):
+            directions = data_lib.format_directions(directions)
+        options = dataclasses.replace(options, directions=directions)
+    if model_config is None or train_config is None:
+        preset_model, preset_train = get_preset("transformer_small")
+        model_config = model_config or preset_model
+        train_config = train_config or preset_train
+
+    config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
+    if config_path.exists():
+        model_config, saved = read_task_space_config(model_dir)
+        if options.directions is not None and (
+                data_lib.parse_directions(options.directions,
+                                          model_config.languages)
+                != data_lib.parse_directions(saved.directions,
+                                             model_config.languages)):
+            raise ValueError(
+                f"{model_dir} was trained on directions {saved.directions!r}, "
+                f"not {options.directions!r}; use a new model directory")
+        options = dataclasses.replace(
+            saved, validation_lines=options.validation_lines)
+    if options.directions is None:
+        options = dataclasses.replace(options, directions="all")
+    pairs = data_lib.parse_directions(options.directions,
+                                      model_config.languages)
+    tags = data_lib.parse_tags(options.tags)
+    model_config.tag_vector(tags)  # unknown tags fail before any work
+    if options.target_language_token and model_config.use_task_space:
+        print("note: target_language_token with use_task_space=True: the "
+              "model sees the target language twice", file=sys.stderr)
+
+    data_dir = corpus.resolve_data_dir(data_dir)
+    languages = data_lib.directions_languages(pairs)
+    train = data_lib.load_multi30k(data_dir, "train", pairs, tags,
+                                   options.max_lines, model_config.languages)
+    subwords = trainer.prepare_vocabulary(
+        model_dir,
+        data_lib.vocabulary_sentences(data_dir, "train", languages,
+                                      options.max_lines),
+        model_config.vocabulary_size, vocab,
+        user_defined_symbols=[data_lib.target_language_token(lang)
+                              for lang in model_config.languages])
+    model_config = model_config.replace(
+        vocabulary_size=subwords.vocabulary_size)
+    model_dir_lib.write_config(
+        model_dir, registry.MODEL_TYPE, model_config, train_config,
+        {"task_space": dataclasses.asdict(dataclasses.replace(
+            options, directions=data_lib.format_directions(pairs)))})
+
+    print(f"training on {len(pairs)} directions "
+          f"({data_lib.format_directions(pairs)}), {len(train)} pairs",
+          file=sys.stderr)
+    encode = dict(subwords=subwords, config=model_config,
+                  use_target_language_token=options.target_language_token)
+    dataset = data_lib.make_task_dataset(
+        data_lib.encode_examples(train, **encode), train_config.max_tokens,
+        train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
+        seed=train_config.seed)
+    validation = None
+    if options.validation_lines:
+        try:
+            val = data_lib.load_multi30k(data_dir, "val", pairs, tags,
+                                         options.validation_lines,
+                                         model_config.languages)
+            validation = data_lib.make_task_dataset(
+                data_lib.encode_examples(val, **encode),
+                train_config.max_tokens, train_config.max_length,
+                shuffle=False, repeat=False)
+        except FileNotFoundError:
+            pass
+    keras.utils.set_random_seed(train_config.seed)
+    with trainer.make_strategy(strategy).scope():
+        model = TaskSpaceTranslationModel(model_config)
+        trainer.compile_model(model, train_config, model_config.pad_id)
+        return trainer.fit(model, train_config, dataset, model_dir,
+                           validation, log_every=log_every)

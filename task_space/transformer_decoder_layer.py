@@ -1,0 +1,106 @@
+"""`TransformerDecoderLayer`: one pre-layer-norm Transformer decoder block."""
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+import tf_keras as keras
+
+from task_space.cached_multi_head_attention import CachedMultiHeadAttention
+from task_space.layer_utils import build_sublayer
+from task_space.transformer_encoder_layer import TransformerEncoderLayer
+
+
+@keras.utils.register_keras_serializable(package="task_space")
+class TransformerDecoderLayer(TransformerEncoderLayer):
+    """Masked self-attention, cross-attention and FFN, all pre-layer-norm.
+
+    Extends `TransformerEncoderLayer` (whose self-attention and FFN blocks
+    it reuses) with a cross-attention block between them:
+    `x = x + dropout(CrossAttention(LayerNorm(x), memory))`.
+
+    Two ways to run it, with the same arithmetic:
+    - `call(x, memory, self_mask, cross_mask)`: all target positions at
+      once (teacher forcing); `self_mask` should include the causal mask.
+    - `step(x, cache, time, cross_mask)`: one new position per row, reading
+      and updating a fixed-size key/value cache (see `step`).
+
+    Args: as `TransformerEncoderLayer`.
+
+    Call arguments:
+        x: float `[B, T, d]`, decoder inputs.
+        memory: float `[B, S, d]`, encoder outputs.
+        self_mask: optional bool `[B, T, T]`; True = may attend.
+        cross_mask: optional bool `[B, 1, S]` or `[B, T, S]`.
+        training: bool.
+
+    Returns:
+        `(x [B, T, d], cross_attention [B, H, T, S])`.
+    """
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        hidden_dim = input_shape[-1]
+        self._cross_attention_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
+            name="cross_attention_norm")
+        self._cross_attention = CachedMultiHeadAttention(
+            self.num_heads, hidden_dim // self.num_heads,
+            dropout=self.attention_dropout, dtype=self.dtype_policy,
+            name="cross_attention")
+        for layer in (self._cross_attention_norm, self._cross_attention):
+            build_sublayer(layer, (None, None, hidden_dim))
+
+    def compute_cross_key_value(self, memory):
+        """Encoder outputs `[B, S, d]` -> cross keys, values `[B,S,H,Dh]`."""
+        return self._cross_attention.project_key_value(memory)
+
+    def _cross_attention_and_ffn(self, x, cross_key, cross_value, cross_mask,
+                                 training):
+        h = self._cross_attention_norm(x)
+        h, probabilities = self._cross_attention.attend(
+            self._cross_attention.project_query(h), cross_key, cross_value,
+            mask=cross_mask, training=training)
+        x = x + self._dropout_layer(h, training=training)
+        return self.feed_forward(x, training=training), probabilities
+
+    def call(self, x, memory, self_mask=None, cross_mask=None,
+             training=False):
+        h = self._attention_norm(x)
+        h, _ = self._attention(h, h, mask=self_mask, training=training)
+        x = x + self._dropout_layer(h, training=training)
+        cross_key, cross_value = self.compute_cross_key_value(memory)
+        return self._cross_attention_and_ffn(
+            x, cross_key, cross_value, cross_mask, training)
+
+    def step(self, x, cache, time, cross_mask=None):
+        """Decodes one position per row with a key/value cache (inference).
+
+        Args:
+            x: float `[N, 1, d]`, the input at each row's position `time`.
+            cache: dict of `"self_key"`, `"self_value"` (float
+                `[N, L, H, Dh]`, self-attention keys/values of positions
+                `< time`, zeros elsewhere) and `"cross_key"`, `"cross_value"`
+                (float `[N, S, H, Dh]`, from `compute_cross_key_value`).
+            time: int32 `[N]`, the position of `x` in each row; `< L`.
+            cross_mask: optional bool `[N, 1, S]`, source padding.
+
+        Returns:
+            `(x [N, 1, d], cross_attention [N, H, 1, S], new_cache)`, where
+            `new_cache` has this position's key/value written at `time`;
+            all shapes are unchanged, so it can loop in `tf.while_loop`.
+        """
+        h = self._attention_norm(x)
+        query = self._attention.project_query(h)
+        key, value = self._attention.project_key_value(h)  # [N, 1, H, Dh]
+        max_length = tf.shape(cache["self_key"])[1]
+        positions = tf.range(max_length)[None, :]  # [1, L]
+        write = tf.equal(positions, time[:, None])[:, :, None, None]
+        keys = tf.where(write, key, cache["self_key"])  # [N, L, H, Dh]
+        values = tf.where(write, value, cache["self_value"])
+        self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
+        h, _ = self._attention.attend(query, keys, values, mask=self_mask)
+        x = x + h
+        x, probabilities = self._cross_attention_and_ffn(
+            x, cache["cross_key"], cache["cross_value"], cross_mask, False)
+        new_cache = dict(cache, self_key=keys, self_value=values)
+        return x, probabilities, new_cache

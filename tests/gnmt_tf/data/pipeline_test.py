@@ -1,0 +1,44 @@
+import numpy as np
+
+from gnmt_tf.data.pipeline import bucket_boundaries, filter_pairs, make_dataset
+from gnmt_tf.text.subword import BOS_ID, EOS_ID
+
+
+def _ids(rng, n, lo, hi):
+    return [list(rng.integers(4, 50, size=rng.integers(lo, hi))) for _ in range(n)]
+
+
+def test_batches_have_special_tokens_and_token_budget():
+    rng = np.random.default_rng(0)
+    src, tgt = _ids(rng, 200, 1, 30), _ids(rng, 200, 1, 30)
+    dataset = make_dataset(src, tgt, max_tokens=128, max_length=40, shuffle=False,
+                           repeat=False)
+    seen = 0
+    for features, labels in dataset:
+        source, target_in = features["source_ids"].numpy(), features["target_in_ids"].numpy()
+        labels = labels.numpy()
+        assert target_in.shape == labels.shape
+        assert (target_in[:, 0] == BOS_ID).all()
+        # Shifted by one: target_in[t+1] == labels[t] wherever both are real.
+        inner = labels[:, :-1] != 0
+        assert (target_in[:, 1:][inner & (target_in[:, 1:] != 0)] ==
+                labels[:, :-1][inner & (target_in[:, 1:] != 0)]).all()
+        lengths = (labels != 0).sum(1)
+        assert (labels[np.arange(len(labels)), lengths - 1] == EOS_ID).all()
+        assert (source[np.arange(len(source)), (source != 0).sum(1) - 1] == EOS_ID).all()
+        # Token-based batching: the padded batch stays near the budget.
+        assert labels.shape[0] * max(labels.shape[1], source.shape[1]) <= 2 * 128
+        seen += len(labels)
+    assert seen == len(filter_pairs(src, tgt, 40)[0])
+
+
+def test_length_filter_drops_long_and_empty():
+    src = [[5] * 3, [], [5] * 50, [5] * 4]
+    tgt = [[6] * 3, [6], [6] * 2, [6] * 60]
+    kept_src, _ = filter_pairs(src, tgt, max_length=10)
+    assert kept_src == [[5] * 3]
+
+
+def test_bucket_boundaries_increase_to_max():
+    bounds = bucket_boundaries(64)
+    assert bounds == sorted(set(bounds)) and bounds[-1] == 65

@@ -1,0 +1,85 @@
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from gnmt_tf.config import GNMTConfig
+from gnmt_tf.models.gnmt import GNMT
+from gnmt_tf.training.losses import MaskedCrossEntropy
+
+CONFIG = GNMTConfig(vocabulary_size=20, num_encoder_layers=3, num_decoder_layers=3,
+                    hidden_dim=16, attention_dim=8, dropout=0.0)
+SOURCE = tf.constant([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
+TARGET_IN = tf.constant([[2, 11, 12, 13], [2, 14, 15, 0]])
+
+
+@pytest.fixture(scope="module")
+def model():
+    keras.utils.set_random_seed(0)
+    return GNMT(CONFIG)
+
+
+def test_shapes(model):
+    logits, attention = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN},
+                              return_attention=True)
+    assert logits.shape == (2, 4, 20) and attention.shape == (2, 4, 5)
+    np.testing.assert_array_equal(attention.numpy()[1, :, 3:], 0.0)
+
+
+def test_source_padding_is_ignored(model):
+    base = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN}).numpy()
+    padded = tf.concat([SOURCE, tf.zeros([2, 3], tf.int32)], axis=1)
+    more = model({"source_ids": padded, "target_in_ids": TARGET_IN}).numpy()
+    np.testing.assert_allclose(base, more, atol=1e-5)
+    # The second sentence alone gives the same logits as in the batch.
+    alone = model({"source_ids": SOURCE[1:, :3], "target_in_ids": TARGET_IN[1:]}).numpy()
+    np.testing.assert_allclose(alone[0], base[1], atol=1e-5)
+
+
+def test_decoder_is_causal(model):
+    base = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN}).numpy()
+    changed = tf.tensor_scatter_nd_update(TARGET_IN, [[0, 3]], [17])
+    other = model({"source_ids": SOURCE, "target_in_ids": changed}).numpy()
+    np.testing.assert_allclose(base[:, :3], other[:, :3], atol=1e-6)
+    assert np.abs(base[0, 3] - other[0, 3]).max() > 1e-6
+
+
+def test_step_equals_full_forward(model):
+    full, attention = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN},
+                            return_attention=True)
+    log_probs = tf.nn.log_softmax(full).numpy()
+    state = model.initial_state(model.encode(SOURCE))
+    for t in range(TARGET_IN.shape[1]):
+        step_log_probs, step_attention, state = model.step(TARGET_IN[:, t], state)
+        np.testing.assert_allclose(step_log_probs.numpy(), log_probs[:, t], atol=1e-5)
+        np.testing.assert_allclose(step_attention.numpy(), attention.numpy()[:, t],
+                                   atol=1e-6)
+
+
+def test_logit_clip_and_clipped_cells():
+    config = dataclasses.replace(CONFIG, logit_clip=0.5, clip_cell=True)
+    model = GNMT(config)
+    logits = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN})
+    assert np.abs(logits.numpy()).max() <= 0.5
+    assert model.cell_clip is not None and float(model.cell_clip.numpy()) == 8.0
+
+
+def test_get_config_round_trip(model):
+    clone = GNMT.from_config(model.get_config())
+    assert clone.config == model.config
+
+
+def test_fit_overfits_two_sentences():
+    keras.utils.set_random_seed(1)
+    model = GNMT(CONFIG)
+    model.compile(optimizer=keras.optimizers.Adam(0.02), loss=MaskedCrossEntropy())
+    labels = tf.constant([[11, 12, 13, 3], [14, 15, 3, 0]])
+    dataset = tf.data.Dataset.from_tensors(
+        ({"source_ids": SOURCE, "target_in_ids": TARGET_IN}, labels)).repeat(120)
+    model.fit(dataset, epochs=1, verbose=0)
+    assert model.evaluate(dataset.take(1), verbose=0) < 0.3
+    predicted = tf.argmax(model({"source_ids": SOURCE, "target_in_ids": TARGET_IN}),
+                          -1).numpy()
+    assert (predicted[labels.numpy() != 0] == labels.numpy()[labels.numpy() != 0]).all()

@@ -1,0 +1,40 @@
+import pytest
+import tensorflow as tf
+
+from gnmt_tf.text.subword import Subwords, train_sentencepiece
+
+
+@pytest.fixture(scope="module")
+def subwords(tmp_path_factory, toy_corpus):
+    sentences = [s for pair in toy_corpus for s in pair]
+    prefix = tmp_path_factory.mktemp("spm") / "spm"
+    return Subwords(train_sentencepiece(sentences, prefix, 100,
+                                        user_defined_symbols=["⟦NUM⟧"]))
+
+
+def test_special_ids_and_size(subwords):
+    assert 40 < subwords.vocabulary_size <= 100
+    sp = subwords._sp
+    assert [sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()] == [0, 1, 2, 3]
+
+
+def test_in_graph_ids_match_python(subwords):
+    sentences = ["A big dog runs.", "Ein kleiner Hund läuft.", "Ein Hund ⟦NUM⟧ spielt."]
+    python_ids = subwords.encode(sentences)
+    graph_ids = subwords.tf_tokenizer.tokenize(tf.constant(sentences)).to_list()
+    assert graph_ids == python_ids
+    text = subwords.tf_tokenizer.detokenize(tf.ragged.constant(python_ids))
+    assert [t.decode() for t in text.numpy()] == sentences
+
+
+def test_user_defined_symbol_never_splits(subwords):
+    assert "⟦NUM⟧" in subwords.pieces("at ⟦NUM⟧ o'clock")
+
+
+def test_missing_and_corrupt_model(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        Subwords(tmp_path / "none.model")
+    bad = tmp_path / "bad.model"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not a SentencePiece model"):
+        Subwords(bad)

@@ -1,0 +1,174 @@
+"""End to end: train a tiny task-space model, load it, translate, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gnmt_tf  # noqa: F401
+
+import tensorflow as tf
+
+from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.config import apply_overrides
+from gnmt_tf.translator import SearchOptions
+from task_space import data as data_lib
+from task_space.training import TaskSpaceOptions
+from task_space.training import get_preset
+from task_space.training import read_task_space_config
+from task_space.training import train_task_space
+from task_space.translator import TaskSpaceTranslator
+
+GREEDY = SearchOptions(beam_size=1)
+BEAM = SearchOptions(beam_size=2, num_hypotheses=2)
+
+
+def _tiny_configs(steps=2, **model_overrides):
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60, **model_overrides)
+    train_config = apply_overrides(
+        train_config, [f"train_steps={steps}", "checkpoint_every=2"])
+    return model_config, train_config
+
+
+@pytest.fixture(scope="module")
+def trained(multiway_dir, tmp_path_factory):
+    """A transformer_tiny trained 2 steps on all 12 directions."""
+    model_dir = tmp_path_factory.mktemp("task_space_model")
+    model_config, train_config = _tiny_configs()
+    result = train_task_space(
+        model_dir, multiway_dir, "all", model_config, train_config,
+        TaskSpaceOptions(validation_lines=5), log_every=1000)
+    return model_dir, result
+
+
+@pytest.fixture(scope="module")
+def translator(trained):
+    return TaskSpaceTranslator.from_model_dir(trained[0])
+
+
+def test_model_dir_contents(trained):
+    model_dir, result = trained
+    assert result.steps == 2
+    payload = json.loads((model_dir / "config.json").read_text())
+    assert payload["model_type"] == "task_space_transformer"
+    assert len(payload["task_space"]["directions"].split(",")) == 12
+    config, options = read_task_space_config(model_dir)
+    assert options.tags == "caption" and not options.target_language_token
+    assert config.vocabulary_size == 60  # the trained vocabulary's size
+    assert (model_dir / "spm.model").exists()
+    assert tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+
+
+def test_generic_load_model_opens_it(trained, translator):
+    model, subwords, payload = model_dir_lib.load_model(trained[0])
+    assert type(model).__name__ == "TaskSpaceTranslationModel"
+    assert payload["model_type"] == "task_space_transformer"
+    # The <2xx> tokens are single pieces of the shared vocabulary.
+    ids = data_lib.target_language_token_ids(subwords, ("en", "de", "fr",
+                                                        "cs"))
+    assert len(set(ids)) == 4
+    # Restored, not fresh: same weights as the translator's model.
+    np.testing.assert_array_equal(model.embedding.embeddings.numpy(),
+                                  translator.model.embedding.embeddings.numpy())
+
+
+def test_translate_round_trip(translator):
+    out = translator.translate(["a dog runs", "", "the big cat sleeps"],
+                               "en", "fr", ["caption"], GREEDY)
+    assert len(out) == 3 and out[1] == ""
+    assert all(isinstance(s, str) for s in out)
+    nbest = translator.translate_nbest(["ein Hund"], "de", "cs", "caption",
+                                       BEAM)
+    assert len(nbest[0]) == 2 and nbest[0][0].score >= nbest[0][1].score
+
+
+def test_greedy_search_matches_full_forward_argmax(translator):
+    """The KV-cached step search gives what the teacher-forced model gives."""
+    model, config = translator.model, translator.config
+    sentence = "a red ball"
+    src, tgt, tags = translator.task_inputs("en", "de", ["caption"])
+    source_ids = translator.subwords.encode([sentence])[0] + [config.eos_id]
+    max_length = int(np.ceil(GREEDY.max_length_ratio * len(source_ids)))
+    ids = [config.bos_id]
+    for _ in range(max_length):
+        logits = model({"source_ids": tf.constant([source_ids]),
+                        "target_in_ids": tf.constant([ids]),
+                        "src_lang": tf.constant([src]),
+                        "tgt_lang": tf.constant([tgt]),
+                        "tags": tf.constant([tags])})
+        ids.append(int(tf.argmax(logits[0, -1])))
+        if ids[-1] == config.eos_id:
+            break
+    expected = translator.subwords.decode(
+        [[i for i in ids[1:] if i != config.eos_id]])[0]
+    assert translator.translate([sentence], "en", "de", "caption",
+                                GREEDY) == [expected]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("xx", "de", ()), "unknown language 'xx'"),
+    (("en", "klingon", ()), "unknown language 'klingon'"),
+    (("en", "de", ["poetry"]), "unknown scene tag 'poetry'"),
+    (("en", "en", ()), "both 'en'"),
+])
+def test_unknown_language_or_tag(translator, args, message):
+    with pytest.raises(ValueError, match=message):
+        translator.translate(["a dog"], *args)
+
+
+def test_resume_keeps_directions(trained, multiway_dir):
+    model_config, train_config = _tiny_configs()
+    with pytest.raises(ValueError, match="was trained on directions"):
+        train_task_space(trained[0], multiway_dir, "en-de", model_config,
+                         train_config)
+
+
+def test_cli_translate_and_errors(trained, tmp_path, capsys):
+    from gnmt_tf.cli.main import build_parser, main
+
+    source = tmp_path / "src.txt"
+    source.write_text("a dog runs\n\nbig cat\n", encoding="utf-8")
+    output = tmp_path / "out.txt"
+    args = build_parser().parse_args(
+        ["task-space", "translate", "--model", str(trained[0]),
+         "--src-lang", "en", "--tgt-lang", "fr", "--tags", "caption",
+         "--beam-size", "1", "-i", str(source), "-o", str(output)])
+    assert args.func(args) == 0
+    lines = output.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert main(["task-space", "translate", "--model", str(trained[0]),
+                 "--src-lang", "en", "--tgt-lang", "xx",
+                 "-i", str(source)]) == 2
+    assert "unknown language 'xx'" in capsys.readouterr().err
+    assert main(["task-space", "translate", "--model", str(trained[0]),
+                 "--src-lang", "en", "--tgt-lang", "fr", "--tags", "poetry",
+                 "-i", str(source)]) == 2
+    assert "unknown scene tag 'poetry'" in capsys.readouterr().err
+
+
+def test_baseline_with_target_language_token(multiway_dir, tmp_path):
+    """Johnson et al. baseline: no task space, `<2xx>` prepended."""
+    from gnmt_tf.cli.main import main
+
+    model_dir = tmp_path / "baseline"
+    assert main(["task-space", "train", "--preset", "transformer_tiny",
+                 "--model-dir", str(model_dir), "--data-dir",
+                 str(multiway_dir), "--directions", "all-except:fr-cs,cs-fr",
+                 "--set", "use_task_space=false",
+                 "--set", "target_language_token=true",
+                 "--set", "vocabulary_size=60", "--set", "train_steps=2",
+                 "--set", "validation_lines=0", "--set", "max_lines=50"]) == 0
+    config, options = read_task_space_config(model_dir)
+    assert not config.use_task_space and options.target_language_token
+    assert len(options.directions.split(",")) == 10
+    translator = TaskSpaceTranslator.from_model_dir(model_dir)
+    assert translator.target_language_token
+    source_ids, lengths = translator.tokenize_task(
+        tf.constant(["a dog"]), tf.constant([config.language_id("cs")]))
+    token = data_lib.target_language_token_ids(translator.subwords, ["cs"])[0]
+    assert int(source_ids[0, 0]) == token
+    assert int(source_ids[0, lengths[0] - 1]) == config.eos_id
+    # Zero-shot direction fr->cs was held out but still translates.
+    out = translator.translate(["un chien"], "fr", "cs", (), GREEDY)
+    assert isinstance(out[0], str)
