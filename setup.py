@@ -23,7 +23,11 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(
         include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*"]),
+    package_data={"export": ["allowed_ops.txt"]},
     install_requires=_requirements(),
-    extras_require={"dev": ["pytest>=7"]},
+    # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
+    # reference of the task-space benchmark and its converter test.
+    extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
+                            "ctranslate2==4.8.5"]},
     entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
 )

@@ -20,6 +20,9 @@ CHECKPOINT_DIR = "checkpoints"
 
 MODEL_TYPES = {
     "gnmt": ("gnmt_tf.models.gnmt:GNMT", "gnmt_tf.config:GNMTConfig"),
+    "task_space_transformer": (
+        "task_space.task_space_translation_model:TaskSpaceTranslationModel",
+        "task_space.config:TransformerConfig"),
 }
 
 
@@ -71,7 +74,10 @@ def build_model(model_dir):
 
     payload = read_config(model_dir)
     model_cls, config_cls = model_classes(payload.get("model_type", "gnmt"))
-    config = from_dict(config_cls, payload["model"])
+    if hasattr(config_cls, "from_dict"):
+        config = config_cls.from_dict(payload["model"])
+    else:
+        config = from_dict(config_cls, payload["model"])
     return model_cls(config), payload
 
 
@@ -94,7 +100,7 @@ def restore_latest(checkpoint, model_dir, expect_partial=True):
         status = checkpoint.restore(latest)
         if expect_partial:
             status.expect_partial()
-    except (tf.errors.OpError, ValueError, AssertionError) as e:
+    except Exception as e:  # the reader raises OpError, IndexError, ... on damage
         raise ValueError(f"cannot restore checkpoint {latest}: "
                          f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
     return latest

@@ -1,3 +1,15 @@
-"""serving package of gnmt-tf."""
+"""serving package of gnmt-tf: TF Serving's gRPC API, client and local server.
+
+- `serving.client`: `TranslationClient` (batching, retries) and `translate_lines`;
+  imports without TensorFlow.
+- `serving.request_batching`: client-side sentence splitting, dedup, packing.
+- `serving.server`: `ModelServer`, a local `PredictionService`/`ModelService`.
+- `serving.model_manager`: version polling, hot reload, `VersionPolicy`.
+- `serving.dynamic_batcher`, `serving.batching_config`: server-side batching
+  with TF Serving's `batching_parameters.txt`.
+- `serving.cli`: the `gnmt-tf serve` subcommand.
+
+Nothing is imported here, so `import serving.client` stays light.
+"""
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)

@@ -6,8 +6,8 @@ functions only. Importing it registers the `task_space_transformer` model type.
 
 Two ways in:
 
-- `gnmt-tf task-space train ...` / `gnmt-tf task-space translate ...`,
-  registered here, work on their own.
+- `gnmt-tf task-space train|translate|evaluate ...`, registered here, work
+  on their own.
 - The core `gnmt-tf train` / `gnmt-tf translate` commands can hand over to
   `train_from_args` (when `--preset` starts with `transformer_`, see
   `is_task_space_preset`) and `translate_from_args` (when the model
@@ -21,6 +21,9 @@ Examples:
         --model-dir runs/ts --data-dir /path/to/multi30k --minutes 60
     gnmt-tf task-space translate --model runs/ts --src-lang en \\
         --tgt-lang fr --tags caption < src.txt
+    gnmt-tf task-space evaluate --model runs/ts --data-dir /path/to/multi30k \
+        --split test_2016_flickr            # BLEU per direction
+    gnmt-tf task-space evaluate --model runs/ts --wmt22-dir /path/to/wmt22
 """
 
 import os
@@ -105,6 +108,32 @@ def register(subparsers):
     add_translate_arguments(translate)
     add_search_arguments(translate)
     translate.set_defaults(func=translate_from_args)
+
+    evaluate = sub.add_parser(
+        "evaluate", help="translate test sets and print sacreBLEU per "
+                         "direction (and WMT22 domain)")
+    evaluate.add_argument("--model", required=True)
+    evaluate.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
+                          help="Multi30k directory (default $GNMT_TF_DATA)")
+    evaluate.add_argument("--split", default="test_2016_flickr")
+    evaluate.add_argument(
+        "--directions", default=None,
+        help="default: every direction between the split's languages")
+    evaluate.add_argument(
+        "--wmt22-dir", default=None,
+        help="evaluate the WMT22 general test sets in this directory "
+             "instead (tags = their domains)")
+    evaluate.add_argument(
+        "--tags", default=None,
+        help="translate with these tags instead of each test set's own "
+             "('' = none)")
+    evaluate.add_argument("--max-lines", type=int, default=None,
+                          help="first lines of each direction (and WMT22 "
+                               "domain) only")
+    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--json", help="also write the scores here")
+    add_search_arguments(evaluate)
+    evaluate.set_defaults(func=evaluate_from_args)
 
 
 def _split_list_overrides(overrides):
@@ -202,4 +231,52 @@ def translate_from_args(args):
         lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
                  for i, hyps in enumerate(results) for h in hyps]
     write_output(lines, args.output)
+    return 0
+
+
+def evaluate_from_args(args):
+    """Scores a task-space model per direction (and per WMT22 domain)."""
+    import json
+
+    from gnmt_tf.cli.translate import search_options
+    from gnmt_tf.data import corpus
+    from task_space import data as data_lib
+    from task_space.evaluation import (evaluate_tasks, format_rows,
+                                       group_by_task)
+    from task_space.training import read_task_space_config
+
+    options = search_options(args)
+    config, _ = read_task_space_config(args.model)
+    tags = None if args.tags is None else data_lib.parse_tags(args.tags)
+    if tags is not None:
+        config.tag_vector(tags)
+    if args.wmt22_dir:
+        available = data_lib.wmt22_directions(args.wmt22_dir)
+        pairs = (available if args.directions is None else
+                 data_lib.parse_directions(args.directions, config.languages))
+        examples = data_lib.TaskExamples()
+        for pair in pairs:
+            part = data_lib.load_wmt22(args.wmt22_dir, pair)
+            for indices in group_by_task(part).values():  # per domain
+                examples.extend(part.select(indices[:args.max_lines]))
+    else:
+        languages = data_lib.split_languages(
+            corpus.resolve_data_dir(args.data_dir), args.split,
+            config.languages)
+        pairs = (data_lib.parse_directions("all", languages)
+                 if args.directions is None else args.directions)
+        examples = data_lib.load_multi30k(
+            args.data_dir, args.split, pairs, max_lines=args.max_lines,
+            languages=config.languages)
+
+    from task_space.translator import TaskSpaceTranslator
+
+    translator = TaskSpaceTranslator.from_model_dir(args.model)
+    rows = evaluate_tasks(translator, examples, options, args.batch_size,
+                          tags)
+    print(format_rows(rows))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([{k: v for k, v in row.items() if k != "hypotheses"}
+                       for row in rows], f, indent=2)
     return 0

@@ -7,7 +7,8 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "train", help="train (or resume) a model with model.fit")
     parser.add_argument("--preset", default="gnmt_small",
-                        help="gnmt_tiny, gnmt_small, gnmt_8x8 (see gnmt_tf.presets)")
+                        help="gnmt_tiny, gnmt_small, gnmt_8x8 (gnmt_tf.presets) or "
+                             "transformer_tiny/small/base (task_space.presets)")
     parser.add_argument("--model-dir", required=True,
                         help="config, vocabulary and checkpoints go here; "
                              "an existing one is resumed")
@@ -25,10 +26,25 @@ def register(subparsers):
     parser.add_argument("--minutes", type=float,
                         help="wall-time budget (same as --set max_minutes=M)")
     parser.add_argument("--log-every", type=int, default=100)
+    _optional_task_space_arguments(parser, "add_train_arguments")
     parser.set_defaults(func=run)
 
 
+def _optional_task_space_arguments(parser, adder):
+    """Adds the task-space options (--directions, --tags) when installed."""
+    try:
+        import task_space.cli as task_space_cli
+    except ImportError:
+        return None
+    getattr(task_space_cli, adder)(parser)
+    return task_space_cli
+
+
 def run(args):
+    if args.preset.startswith("transformer_"):
+        from task_space.cli import train_from_args
+
+        return train_from_args(args)
     from gnmt_tf.config import split_overrides
     from gnmt_tf.presets import get_preset
     from gnmt_tf.training.trainer import train_gnmt

@@ -34,11 +34,18 @@ def search_options(args):
 def register(subparsers):
     parser = subparsers.add_parser(
         "translate", help="translate raw text, one sentence a line")
-    parser.add_argument("--model", required=True, help="trained model directory")
+    parser.add_argument("--model", help="trained model directory")
+    parser.add_argument("--server", metavar="HOST:PORT",
+                        help="translate through a TF Serving gRPC endpoint instead")
+    parser.add_argument("--model_name", "--model-name", dest="model_name",
+                        default="gnmt", help="served model name (with --server)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=int, default=32)
     add_search_arguments(parser)
+    from gnmt_tf.cli.train import _optional_task_space_arguments
+
+    _optional_task_space_arguments(parser, "add_translate_arguments")
     parser.set_defaults(func=run)
 
 
@@ -60,7 +67,35 @@ def write_output(lines, path):
         sys.stdout.flush()
 
 
+def _translate_through_server(args):
+    """Translates via gRPC; failed lines come out empty and are listed on
+    stderr (exit code 1), the others are kept."""
+    from serving.client import PartialTranslationError, translate_lines
+
+    try:
+        lines = translate_lines(args.server, args.model_name, read_input(args.input))
+        status = 0
+    except PartialTranslationError as e:
+        lines, status = [], 1
+        for number, result in enumerate(e.results, 1):
+            lines.append(result.translation or "")
+            if result.error:
+                print(f"line {number}: {result.error}", file=sys.stderr)
+    write_output(lines, args.output)
+    return status
+
+
 def run(args):
+    if args.server:
+        return _translate_through_server(args)
+    if not args.model:
+        raise ValueError("give --model DIR (or --server HOST:PORT)")
+    from gnmt_tf.model_dir import read_config
+
+    if read_config(args.model).get("model_type") == "task_space_transformer":
+        from task_space.cli import translate_from_args
+
+        return translate_from_args(args)
     options = search_options(args)
     sentences = read_input(args.input)
 

@@ -59,6 +59,8 @@ def _gnmt_style_train_args(argv):
     (["--set", "num_heads=3"], "divisible by num_heads"),
     (["--tags", "poetry"], "unknown scene tag 'poetry'"),
     (["--directions", "en-xx"], "unknown language 'xx'"),
+    (["--set", "languages=en,de", "--directions", "en-fr"],
+     "unknown language 'fr'"),
 ])
 def test_train_from_args_rejects_bad_settings_early(tmp_path, argv, message):
     args = _gnmt_style_train_args(

@@ -88,8 +88,10 @@ def test_wmt22_loaders_on_synthetic_files(tmp_path):
         "domain\tdocid\tsegid\tsource\treference\n"
         "news\td1\t1\tHallo Welt\tBonjour le monde\n"
         "social\td2\t1\t#NAME# ist da\t#NAME# est là\n", encoding="utf-8")
-    (tmp_path / "generaltest2022.en-de.src.en").write_text("Hi\nBye\n")
-    (tmp_path / "generaltest2022.en-de.ref.A.de").write_text("Hallo\nTschüss\n")
+    (tmp_path / "generaltest2022.en-de.src.en").write_text(
+        "Hi\nBye\n", encoding="utf-8")
+    (tmp_path / "generaltest2022.en-de.ref.A.de").write_text(
+        "Hallo\nTschüss\n", encoding="utf-8")
     assert data.wmt22_directions(tmp_path) == [("de", "fr"), ("en", "de")]
     tsv = data.load_wmt22(tmp_path, "de-fr")
     assert tsv.tags == [("news",), ("social",)]

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import apply_overrides
+from gnmt_tf.text.subword import Subwords
 from gnmt_tf.translator import SearchOptions
 from task_space import data as data_lib
 from task_space.training import TaskSpaceOptions
@@ -55,8 +56,9 @@ def test_model_dir_contents(trained):
     assert len(payload["task_space"]["directions"].split(",")) == 12
     config, options = read_task_space_config(model_dir)
     assert options.tags == "caption" and not options.target_language_token
-    assert config.vocabulary_size == 60  # the trained vocabulary's size
-    assert (model_dir / "spm.model").exists()
+    # The config takes the trained vocabulary's real size.
+    assert config.vocabulary_size == Subwords(
+        model_dir / "spm.model").vocabulary_size
     assert tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
 
 
@@ -172,3 +174,20 @@ def test_baseline_with_target_language_token(multiway_dir, tmp_path):
     # Zero-shot direction fr->cs was held out but still translates.
     out = translator.translate(["un chien"], "fr", "cs", (), GREEDY)
     assert isinstance(out[0], str)
+
+
+def test_cli_evaluate_per_direction(trained, multiway_dir, tmp_path, capsys):
+    from gnmt_tf.cli.main import main
+
+    scores = tmp_path / "scores.json"
+    assert main(["task-space", "evaluate", "--model", str(trained[0]),
+                 "--data-dir", str(multiway_dir), "--split",
+                 "test_2017_flickr", "--max-lines", "3", "--beam-size", "1",
+                 "--json", str(scores)]) == 0
+    rows = json.loads(scores.read_text())
+    # test_2017_flickr has no Czech: the 6 directions between en, de, fr.
+    assert sorted(r["direction"] for r in rows) == sorted(
+        ["en-de", "en-fr", "de-en", "de-fr", "fr-en", "fr-de"])
+    assert all(r["sentences"] == 3 and r["tags"] == ["caption"]
+               for r in rows)
+    assert "mean BLEU over 6 tasks" in capsys.readouterr().out

@@ -1,0 +1,253 @@
+"""Benchmark: the local gRPC server under concurrent load, with and without
+server-side dynamic batching, plus failed requests during a hot version reload.
+
+For each setting (batching off / on) a `gnmt-tf serve` process is started on a
+free 127.0.0.1 port; N client threads (default 1, 8, 32, 64) each send
+`Predict` requests of `--sentences-per-request` sentences back to back for
+`--seconds`; throughput (sentences/s), p50/p99 latency, errors and the server's
+RSS before/after are recorded. The hot-reload check serves a temporary base
+folder whose version folders are symlinks to the newest real version, adds
+version N+1 while 8 clients run, and counts failed requests.
+
+    python benchmarks/serving_load.py --model_base_path exports/gnmt \\
+        --model_name gnmt [--seconds 30] [--out benchmarks/results/serving_load.json]
+
+Point it at a real export for real figures; toy-model runs go to
+`serving_load_toy.json`.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+from serving.batching_config import BatchingParameters  # noqa: E402
+from serving.client import TranslationClient  # noqa: E402
+from serving.client import TranslationError  # noqa: E402
+from serving.model_manager import list_versions  # noqa: E402
+
+SENTENCES = [
+    "A man in a blue shirt is standing on a ladder.",
+    "Two dogs play in the snow.",
+    "A group of people are sitting at a table in a restaurant.",
+    "The girl is reading a book.",
+    "A woman with a large purse is walking by a gate.",
+    "Children are playing soccer on a field of grass.",
+    "A black dog is running.",
+    "Several men in hard hats are operating a giant pulley system.",
+    "A little girl climbing into a wooden playhouse.",
+    "People are fixing the roof of a house.",
+    "A man sleeping in a green room on a couch.",
+    "A boy wearing headphones sits on a woman's shoulders.",
+]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
+
+
+def percentile(values, q):
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
+
+
+class ServerProcess:
+    """`gnmt-tf serve` in a subprocess, stopped with SIGTERM."""
+
+    def __init__(self, base, name, batching_file=None, poll_s=1.0):
+        self.port = free_port()
+        self.target = f"127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "gnmt_tf.cli.main", "serve",
+                   "--model_base_path", base, "--model_name", name,
+                   "--port", str(self.port), "--grpc_threads", "128",
+                   "--file_system_poll_wait_seconds", str(poll_s)]
+        if batching_file:
+            command += ["--batching_parameters_file", batching_file]
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.process = subprocess.Popen(command, cwd=REPO_ROOT,
+                                        stdout=self.log, stderr=self.log)
+
+    def wait_ready(self, name, timeout):
+        with TranslationClient(self.target, name) as client:
+            try:
+                client.wait_until_available(timeout=timeout)
+            except TimeoutError:
+                self.log.seek(0)
+                raise RuntimeError("server did not start:\n"
+                                   + self.log.read()[-3000:]) from None
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+def load(target, name, clients, seconds, per_request, on_result=None):
+    """`clients` threads sending for `seconds`; returns (requests, errors,
+    latencies in ms)."""
+    latencies, errors, lock = [], [0], threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def worker(i):
+        client = TranslationClient(target, name, timeout=30, max_retries=0)
+        n = i
+        while time.monotonic() < stop_at:
+            batch = [SENTENCES[(n + j) % len(SENTENCES)]
+                     for j in range(per_request)]
+            n += per_request
+            start = time.perf_counter()
+            try:
+                client.predict(batch)
+                elapsed = (time.perf_counter() - start) * 1000
+                with lock:
+                    latencies.append(elapsed)
+            except TranslationError:
+                with lock:
+                    errors[0] += 1
+        client.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 120)
+    return len(latencies) + errors[0], errors[0], latencies
+
+
+def run_setting(args, batching_file, clients_list):
+    server = ServerProcess(args.model_base_path, args.model_name, batching_file)
+    runs = []
+    try:
+        server.wait_ready(args.model_name, args.start_timeout)
+        load(server.target, args.model_name, 1, 1.0, args.sentences_per_request)
+        for clients in clients_list:
+            before = rss_mb(server.process.pid)
+            requests, errors, latencies = load(
+                server.target, args.model_name, clients, args.seconds,
+                args.sentences_per_request)
+            run = {
+                "model": args.model_name, "clients": clients,
+                "server_batching": batching_file is not None,
+                "seconds": args.seconds, "requests": requests, "errors": errors,
+                "sentences_per_s": round(len(latencies)
+                                         * args.sentences_per_request
+                                         / args.seconds, 1),
+                "p50_ms": percentile(latencies, 50),
+                "p99_ms": percentile(latencies, 99),
+                "server_rss_mb_before": before,
+                "server_rss_mb_after": rss_mb(server.process.pid)}
+            for key in ("p50_ms", "p99_ms"):
+                if run[key] is not None:
+                    run[key] = round(run[key], 2)
+            print(json.dumps(run), flush=True)
+            runs.append(run)
+    finally:
+        server.stop()
+    return runs
+
+
+def hot_reload(args, batching_file):
+    """Failed requests while version N+1 replaces N (symlinks to the newest
+    real version, so the user's folder is untouched)."""
+    real = os.path.abspath(args.model_base_path)
+    versions = list_versions(real)
+    if not versions:
+        raise FileNotFoundError(f"no version folders in {real}")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = os.path.join(tmp, args.model_name)
+        os.mkdir(base)
+        source = os.path.join(real, str(versions[-1]))
+        os.symlink(source, os.path.join(base, "1"))
+        server = ServerProcess(base, args.model_name, batching_file, poll_s=0.5)
+        try:
+            server.wait_ready(args.model_name, args.start_timeout)
+            result = {}
+            runner = threading.Thread(target=lambda: result.update(zip(
+                ("requests", "errors", "latencies"),
+                load(server.target, args.model_name, 8, args.reload_seconds,
+                     args.sentences_per_request))))
+            runner.start()
+            time.sleep(args.reload_seconds / 4)
+            os.symlink(source, os.path.join(base, "2"))
+            runner.join(args.reload_seconds + 180)
+            with TranslationClient(server.target, args.model_name) as client:
+                status = client.model_status()
+        finally:
+            server.stop()
+    print(f"hot reload: {result['requests']} requests, {result['errors']} "
+          f"failed; final status {status}", flush=True)
+    return result["requests"], result["errors"], status
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_base_path", required=True)
+    parser.add_argument("--model_name", required=True)
+    parser.add_argument("--clients", default="1,8,32,64")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--sentences-per-request", type=int, default=1)
+    parser.add_argument("--batching_parameters_file",
+                        help="default: max_batch_size 32, 2 ms timeout")
+    parser.add_argument("--reload-seconds", type=float, default=8.0)
+    parser.add_argument("--start-timeout", type=float, default=300.0)
+    parser.add_argument("--out", default=str(
+        REPO_ROOT / "benchmarks" / "results" / "serving_load.json"))
+    args = parser.parse_args(argv)
+    clients_list = [int(c) for c in args.clients.split(",")]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        batching_file = args.batching_parameters_file
+        if batching_file is None:
+            batching_file = os.path.join(tmp, "batching_parameters.txt")
+            with open(batching_file, "w") as f:
+                f.write(BatchingParameters(
+                    max_batch_size=32, batch_timeout_micros=2000,
+                    max_enqueued_batches=1000,
+                    num_batch_threads=os.cpu_count() or 1).to_text())
+        runs = run_setting(args, None, clients_list)
+        runs += run_setting(args, batching_file, clients_list)
+        reload_requests, reload_failed, status = hot_reload(args, batching_file)
+
+    result = {"runs": runs, "hot_reload_failed_requests": reload_failed,
+              "hot_reload_requests": reload_requests,
+              "hot_reload_final_status": status,
+              "command": " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)]
+                                  + sys.argv[1:])}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {args.out}")
+    return 0 if reload_failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""`gnmt-tf export`: turn a trained model directory into a deployable artifact.
+
+Actions:
+
+- ``savedmodel``: a SavedModel for `tensorflow_model_server`
+  (`export.savedmodel.export_savedmodel`).
+- ``tflite``: `encode` + `decode_step` as TFLite models for a host-side search
+  (`export.tflite.export_tflite`).
+- ``tensorrt``, ``onnx``: not available in this build; they explain what is
+  missing and exit with code 2.
+
+Like every `gnmt-tf` subcommand module this one imports no TensorFlow until an
+action runs.
+"""
+
+import sys
+
+ACTIONS = ("savedmodel", "tflite", "tensorrt", "onnx")
+
+
+def _add_search_arguments(parser):
+    parser.add_argument("--beam-size", type=int, default=5,
+                        help="default beam size of serving_default (1 = greedy)")
+    parser.add_argument("--alpha", type=float, default=0.6,
+                        help="GNMT length-normalisation exponent")
+    parser.add_argument("--beta", type=float, default=0.0,
+                        help="GNMT coverage-penalty weight")
+
+
+def _beam_sizes(text):
+    try:
+        sizes = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"--beam-sizes must be comma-separated positive "
+                         f"integers, got {text!r}")
+    return sizes
+
+
+def register(subparsers):
+    """Adds `export` and its actions to the `gnmt-tf` subparsers."""
+    parser = subparsers.add_parser(
+        "export", help="export a trained model (SavedModel, TFLite, ...)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    savedmodel = actions.add_parser(
+        "savedmodel", help="SavedModel for tensorflow_model_server")
+    savedmodel.add_argument("--model", required=True,
+                            help="trained model directory")
+    savedmodel.add_argument("--out", required=True,
+                            help="BASE/NAME/VERSION directory to create")
+    _add_search_arguments(savedmodel)
+    savedmodel.add_argument(
+        "--beam-sizes", default="1,2,4",
+        help="comma-separated beam sizes translate_with_options accepts "
+             "(the default beam size is always added)")
+    savedmodel.add_argument("--max-source-length", type=int, default=250,
+                            help="reject longer inputs (subwords)")
+    savedmodel.add_argument(
+        "--warmup", help="file of warm-up sentences, one a line "
+                         "(default: two built-in sentences)")
+
+    tflite = actions.add_parser(
+        "tflite", help="encode + decode_step TFLite models for on-device search")
+    tflite.add_argument("--model", required=True, help="trained model directory")
+    tflite.add_argument("--out", required=True, help="output directory")
+    tflite.add_argument(
+        "--quantization", default="float32",
+        choices=["float32", "dynamic_range", "float16"],
+        help="weight format (dynamic_range: int8 weights, float activations)")
+    tflite.add_argument(
+        "--max-source-length", type=int, default=128,
+        help="longest source in subwords, end token included (decode_step's "
+             "fixed attention-memory length)")
+
+    for name, what in (("tensorrt", "TF-TRT optimised SavedModel (needs a GPU)"),
+                       ("onnx", "ONNX model (needs tf2onnx)")):
+        action = actions.add_parser(name, help=what)
+        action.add_argument("--model", help="trained model or SavedModel directory")
+        action.add_argument("--out", help="output directory")
+
+    parser.set_defaults(func=run)
+
+
+def _tensorrt_problem():
+    """Why TF-TRT cannot run here, or None if it could."""
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        return ("TF-TRT needs a GPU and TensorRT; TensorFlow sees no GPU "
+                "on this machine")
+    try:
+        from tensorflow.python.compiler.tensorrt import trt_convert
+    except ImportError as e:
+        return f"TF-TRT needs TensorRT; tensorflow.python.compiler.tensorrt: {e}"
+    try:
+        enabled = trt_convert._pywrap_py_utils.is_tensorrt_enabled()
+    except Exception as e:  # noqa: BLE001 (any failure means: unavailable)
+        return f"TensorRT is not usable: {type(e).__name__}: {e}"
+    if not enabled:
+        return "TF-TRT needs TensorRT; this TensorFlow build has none linked"
+    return None
+
+
+def run(args) -> int:
+    """Runs `gnmt-tf export ACTION`; returns the exit code."""
+    if args.action == "savedmodel":
+        from export.savedmodel import export_savedmodel
+        from gnmt_tf.translator import SearchOptions
+
+        if args.beam_size < 1:
+            raise ValueError("--beam-size must be >= 1")
+        options = SearchOptions(beam_size=args.beam_size,
+                                length_penalty=args.alpha,
+                                coverage_penalty=args.beta)
+        warmup = None
+        if args.warmup:
+            from gnmt_tf.data.corpus import read_lines
+
+            warmup = [s for s in read_lines(args.warmup) if s.strip()]
+        path = export_savedmodel(args.model, args.out, options, warmup,
+                                 _beam_sizes(args.beam_sizes),
+                                 args.max_source_length)
+        print(f"exported SavedModel to {path}", file=sys.stderr)
+        return 0
+    if args.action == "tflite":
+        from export.tflite import export_tflite
+
+        if args.max_source_length < 2:
+            raise ValueError("--max-source-length must be >= 2")
+        paths = export_tflite(args.model, args.out, args.quantization,
+                              args.max_source_length)
+        for path in paths.values():
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
+    if args.action == "tensorrt":
+        problem = _tensorrt_problem()
+        if problem is None:
+            problem = "TF-TRT conversion is not implemented yet"
+        print(f"gnmt-tf export tensorrt: {problem}", file=sys.stderr)
+        return 2
+    if args.action == "onnx":
+        import importlib.util
+
+        if importlib.util.find_spec("tf2onnx") is None:
+            problem = "tf2onnx is not installed (pip install tf2onnx)"
+        else:
+            problem = "ONNX conversion is not implemented yet"
+        print(f"gnmt-tf export onnx: {problem}", file=sys.stderr)
+        return 2
+    raise ValueError(f"unknown export action {args.action!r}")

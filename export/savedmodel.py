@@ -1,0 +1,399 @@
+"""SavedModel export: text in, text out, ready for `tensorflow_model_server`.
+
+`export_savedmodel` turns a trained model directory into a versioned
+SavedModel directory `BASE/NAME/VERSION` (the layout the model server polls).
+Tokenisation (TF Text SentencePiece), search and detokenisation all run inside
+the graph, so a client sends raw UTF-8 sentences and gets raw sentences back.
+
+Signatures (`B` batch, `S` source subwords, `V` vocabulary, `H` model width):
+
+- ``serving_default``: ``text`` string `[B]` -> ``translations`` string `[B]`,
+  ``scores`` float32 `[B]`, searched with the export's `SearchOptions`. When
+  those ask for an n-best list (`num_hypotheses = N > 1`) it also returns
+  ``nbest_translations`` string `[B, N]` and ``nbest_scores`` float32 `[B, N]`.
+- ``translate_with_options``: ``text`` string `[B]`, ``beam_size`` int32 scalar,
+  ``length_penalty`` float32 scalar (GNMT alpha), ``coverage_penalty`` float32
+  scalar (GNMT beta) -> ``translations``, ``scores`` as above. A beam size is a
+  buffer shape of the search, so only the sizes compiled in at export time
+  (`beam_sizes`, default 1, 2, 4 and the default beam) are accepted; the
+  others fail with `INVALID_ARGUMENT` naming them. Beam size 1 is greedy
+  search and ignores both penalties. Its scalar inputs have no batch
+  dimension, so the model server's own request batching (`--enable_batching`)
+  cannot merge its requests; `serving_default` batches fine.
+- ``encode``: ``source_ids`` int32 `[B, S]` (0-padded, each row ending in the
+  end token) -> the initial decoding state, one output per state tensor (for
+  GNMT: ``memory`` `[B, S, H]`, ``memory_keys`` `[B, S, A]`, ``memory_mask``
+  bool `[B, S]`, ``h_i``/``c_i`` `[B, H]` for each decoder layer `i`).
+- ``decode_step``: ``ids`` int32 `[B]` plus every state tensor of ``encode``
+  -> ``log_probs`` float32 `[B, V]`, ``attention`` float32 `[B, S]` and the
+  state tensors that the step changes (for GNMT the ``h_i``/``c_i``; the
+  attention memory is read-only and is not returned).
+
+``encode`` and ``decode_step`` let a host run its own search loop (the TFLite
+export converts the same functions, with two sizes fixed: see
+`export.tflite`); the first two are what a server offers clients.
+
+Bad input fails the request with `INVALID_ARGUMENT`: invalid UTF-8, or a
+sentence longer than `max_source_length` subwords. Blank sentences give an
+empty translation with score 0, as in `Translator.translate`.
+
+The SavedModel also carries:
+
+- ``assets/spm.model``: the SentencePiece model (for host-side tokenisation);
+- ``assets.extra/tf_serving_warmup_requests``: a TFRecord of
+  `PredictionLog`s the model server replays before serving;
+- ``assets.extra/gnmt_tf_export.json``: search options and signature names.
+
+Loading it outside the model server needs the TF Text ops registered first::
+
+    import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
+    translate = tf.saved_model.load(export_dir).signatures["serving_default"]
+    translate(text=tf.constant(["a sentence"]))["translations"]
+"""
+
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+
+from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.translator import SearchOptions, Translator
+
+WARMUP_FILE = "tf_serving_warmup_requests"
+METADATA_FILE = "gnmt_tf_export.json"
+DEFAULT_BEAM_SIZES = (1, 2, 4)
+DEFAULT_WARMUP_SENTENCES = (
+    "Hello.",
+    "A man in a blue shirt is standing on a ladder cleaning windows.",
+)
+# Python's `str.isspace` characters, as an RE2 class: blank inputs are not sent
+# through the model (as `Translator.translate` does).
+_BLANK_PATTERN = r"[\s\p{Z}\x{1c}-\x{1f}\x{85}]*"
+
+
+def flatten_state(state, prefix=""):
+    """Flattens a nested dict of tensors to `{"a__b": tensor}` (sorted keys)."""
+    flat = {}
+    for key in sorted(state):
+        name = f"{prefix}{key}"
+        if isinstance(state[key], dict):
+            flat.update(flatten_state(state[key], name + "__"))
+        else:
+            flat[name] = state[key]
+    return flat
+
+
+def unflatten_state(flat, template):
+    """Inverse of `flatten_state`, with `template` giving the nesting."""
+    def build(node, prefix):
+        return {key: (build(value, f"{prefix}{key}__")
+                      if isinstance(value, dict) else flat[f"{prefix}{key}"])
+                for key, value in node.items()}
+    return build(template, "")
+
+
+STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
+
+
+def make_step_functions(model, encode_batch_size=None, step_source_length=None):
+    """The `encode` and `decode_step` functions of a step-function model.
+
+    Both are concrete functions with flat keyword inputs and dict outputs, as
+    signatures need (see the module docstring for names and shapes).
+
+    Args:
+      model: a model with `encode`, `initial_state` and `step`.
+      encode_batch_size: int or None. A fixed batch size for `encode` (TFLite
+        needs one to lower the encoder's `tf.scan`); `decode_step` always
+        takes any batch size.
+      step_source_length: int or None. A fixed source length for the state
+        inputs of `decode_step` (every unknown non-batch dimension): TFLite
+        lowers the attention's broadcasting slices only with it. Callers pad
+        `encode`'s outputs to it (zeros, mask False), which changes nothing:
+        masked positions get exactly zero attention.
+
+    Returns:
+      `(encode, decode_step)`.
+
+    Raises:
+      ValueError: a state tensor is named like a `decode_step` input/output.
+    """
+    encode = tf.function(
+        lambda source_ids: flatten_state(
+            model.initial_state(model.encode(source_ids))),
+        autograph=False,
+        input_signature=[tf.TensorSpec([encode_batch_size, None], tf.int32,
+                                       name="source_ids")])
+    encoded = encode.get_concrete_function().structured_outputs
+    # The nesting of the state, to rebuild it from flat signature inputs.
+    template = tf.nest.map_structure(
+        lambda _: None, model.initial_state(model.encode(
+            tf.constant([[model.config.eos_id]], tf.int32))))
+    state_specs = {
+        name: tf.TensorSpec(
+            [None] + [step_source_length if d is None else d
+                      for d in value.shape[1:].as_list()],
+            value.dtype, name=name)
+        for name, value in encoded.items()}
+    clash = set(STEP_RESERVED_NAMES) & set(state_specs)
+    if clash:
+        raise ValueError(f"decoding state names {sorted(clash)} clash with "
+                         "decode_step's own inputs/outputs")
+
+    def decode_step(ids, **flat_state):
+        state = unflatten_state(flat_state, template)
+        log_probs, attention, new_state = model.step(ids, state)
+        outputs = {"log_probs": tf.cast(log_probs, tf.float32)}
+        if attention is not None:
+            outputs["attention"] = tf.cast(attention, tf.float32)
+        for name, value in flatten_state(new_state).items():
+            if value is not flat_state[name]:  # read-only entries stay host-side
+                outputs[name] = value
+        return outputs
+
+    decode_step = tf.function(decode_step, autograph=False)
+    return (encode.get_concrete_function(),
+            decode_step.get_concrete_function(
+                ids=tf.TensorSpec([None], tf.int32, name="ids"), **state_specs))
+
+
+class TranslationModule(tf.Module):
+    """What the SavedModel holds: a model, its tokenizer and the signatures.
+
+    Args:
+      model: a model with the step-function API (`encode`, `initial_state`,
+        `step`), e.g. `gnmt_tf.models.GNMT`, with its weights restored.
+      subwords: the model's `gnmt_tf.text.subword.Subwords`.
+      search_options: `SearchOptions` of `serving_default`.
+      beam_sizes: iterable of int. Beam sizes `translate_with_options` accepts;
+        the default beam size is always added.
+      max_source_length: int. Longer inputs (in subwords) are rejected.
+    """
+
+    def __init__(self, model, subwords, search_options=SearchOptions(),
+                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=250):
+        super().__init__(name="translation")
+        self.model = model
+        self.translator = Translator(model, subwords, max_source_length)
+        # Tracked so that the SentencePiece resource is saved with the graph.
+        self.tokenizer = self.translator.tokenizer
+        self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
+        self.search_options = search_options
+        self.beam_sizes = tuple(sorted(
+            {int(k) for k in beam_sizes} | {search_options.beam_size}))
+        if min(self.beam_sizes) < 1:
+            raise ValueError(f"beam sizes must be >= 1, got {self.beam_sizes}")
+        self.max_source_length = int(max_source_length)
+
+        self.serve = tf.function(
+            self._serve, autograph=False,
+            input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        self.translate_with_options = tf.function(
+            self._translate_with_options, autograph=False,
+            input_signature=[
+                tf.TensorSpec([None], tf.string, name="text"),
+                tf.TensorSpec([], tf.int32, name="beam_size"),
+                tf.TensorSpec([], tf.float32, name="length_penalty"),
+                tf.TensorSpec([], tf.float32, name="coverage_penalty")])
+        self.encode, self.decode_step = make_step_functions(model)
+
+    def signatures(self):
+        """The `{name: concrete_function}` map to save."""
+        return {
+            "serving_default": self.serve.get_concrete_function(),
+            "translate_with_options":
+                self.translate_with_options.get_concrete_function(),
+            "encode": self.encode,
+            "decode_step": self.decode_step,
+        }
+
+    # --- graph bodies -----------------------------------------------------
+
+    def _check_text(self, text):
+        """Asserts valid UTF-8 and the length limit; returns `text`."""
+        checked = tf.strings.unicode_transcode(
+            text, "UTF-8", "UTF-8", errors="strict")
+        _, lengths = self.translator.tokenize(checked)
+        # Lengths count the end token the tokenizer appends.
+        longest = tf.reduce_max(tf.concat([lengths - 1, [0]], 0))
+        check = tf.debugging.Assert(
+            longest <= self.max_source_length,
+            [f"input too long: the limit is {self.max_source_length} subwords, "
+             "got", longest, "(split it into sentences)"])
+        with tf.control_dependencies([check]):
+            return tf.identity(text)
+
+    def _search(self, text, options):
+        """`text [B]` -> (translations [B, N], scores [B, N]), blanks -> ""."""
+        text = self._check_text(text)
+        result = self.translator.search(text, options)
+        translations, scores = result["translations"], result["scores"]
+        blank = tf.strings.regex_full_match(text, _BLANK_PATTERN)[:, tf.newaxis]
+        blank = tf.broadcast_to(blank, tf.shape(scores))
+        translations = tf.where(blank, tf.constant(""), translations)
+        scores = tf.where(blank, tf.constant(0.0), tf.cast(scores, tf.float32))
+        return translations, scores
+
+    def _serve(self, text):
+        translations, scores = self._search(text, self.search_options)
+        outputs = {"translations": translations[:, 0], "scores": scores[:, 0]}
+        if self.search_options.num_hypotheses > 1:
+            outputs["nbest_translations"] = translations
+            outputs["nbest_scores"] = scores
+        return outputs
+
+    def _translate_with_options(self, text, beam_size, length_penalty,
+                                coverage_penalty):
+        sizes = tf.constant(self.beam_sizes, tf.int32)
+        matches = tf.equal(sizes, beam_size)
+        check = tf.debugging.Assert(
+            tf.reduce_any(matches),
+            ["beam_size must be one of", sizes, "got", beam_size])
+        with tf.control_dependencies([check]):
+            index = tf.argmax(tf.cast(matches, tf.int32), output_type=tf.int32)
+
+        def branch(k):
+            options = dataclasses.replace(
+                self.search_options, beam_size=k, num_hypotheses=1,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+                early_stopping=("gnmt" if self.search_options.early_stopping
+                                == "exact" else
+                                self.search_options.early_stopping))
+            return lambda: self._search(text, options)
+
+        translations, scores = tf.switch_case(
+            index, [branch(k) for k in self.beam_sizes])
+        return {"translations": translations[:, 0], "scores": scores[:, 0]}
+
+
+def check_export_dir(export_dir):
+    """Validates a `BASE/NAME/VERSION` path; returns it as a `pathlib.Path`.
+
+    Raises:
+      ValueError: the last component is not a positive integer version (the
+        model server ignores such directories), or the directory exists and is
+        not empty.
+    """
+    export_dir = pathlib.Path(export_dir)
+    if not export_dir.name.isdigit() or int(export_dir.name) < 1:
+        raise ValueError(
+            f"export directory must be BASE/NAME/VERSION with VERSION a "
+            f"positive integer (what tensorflow_model_server polls), "
+            f"got {export_dir}")
+    if export_dir.exists() and any(export_dir.iterdir()):
+        raise ValueError(f"{export_dir} already exists and is not empty; "
+                         "export to a new version number")
+    return export_dir
+
+
+def write_warmup_requests(path, sentences, model_name, beam_size=None):
+    """Writes model-server warm-up requests for `sentences` to `path`.
+
+    One `PredictRequest` for `serving_default`, and, when `beam_size` is given,
+    one for `translate_with_options` with that beam size.
+    """
+    from tensorflow_serving.apis import model_pb2
+    from tensorflow_serving.apis import predict_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    def log(signature, inputs):
+        request = predict_pb2.PredictRequest(
+            model_spec=model_pb2.ModelSpec(name=model_name,
+                                           signature_name=signature))
+        for key, value in inputs.items():
+            request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+        return prediction_log_pb2.PredictionLog(
+            predict_log=prediction_log_pb2.PredictLog(request=request))
+
+    text = [s.encode("utf-8") for s in sentences]
+    logs = [log("serving_default", {"text": text})]
+    if beam_size is not None:
+        logs.append(log("translate_with_options", {
+            "text": text,
+            "beam_size": tf.constant(beam_size, tf.int32),
+            "length_penalty": tf.constant(0.6, tf.float32),
+            "coverage_penalty": tf.constant(0.0, tf.float32)}))
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for entry in logs:
+            writer.write(entry.SerializeToString())
+
+
+def export_savedmodel(model_dir, export_dir, search_options=None,
+                      warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
+                      max_source_length=250):
+    """Exports a trained model directory as a servable SavedModel.
+
+    The SavedModel is written to a hidden temporary directory next to
+    `export_dir` and renamed into place, so a polling model server never sees
+    a half-written version.
+
+    Example:
+      >>> export_savedmodel("runs/en-de", "exports/en_de/1",
+      ...                   SearchOptions(beam_size=4, length_penalty=0.6))
+      >>> # tensorflow_model_server --model_base_path=$PWD/exports/en_de ...
+
+    Args:
+      model_dir: a trained model directory (`gnmt_tf.model_dir`).
+      export_dir: `BASE/NAME/VERSION` to create (VERSION a positive integer).
+      search_options: `SearchOptions` of `serving_default` (default: the
+        `SearchOptions()` defaults, beam 5, alpha 0.6).
+      warmup_sentences: list of str for the warm-up requests (default: two
+        short English sentences); an empty list writes none.
+      beam_sizes: beam sizes `translate_with_options` accepts (plus the
+        default one).
+      max_source_length: int. Longer inputs, in subwords, are rejected.
+
+    Returns:
+      The export directory as a `pathlib.Path`.
+
+    Raises:
+      FileNotFoundError / ValueError: a bad model directory or export path.
+    """
+    search_options = search_options or SearchOptions()
+    export_dir = check_export_dir(export_dir)
+    model, subwords, payload = model_dir_lib.load_model(model_dir)
+    module = TranslationModule(model, subwords, search_options, beam_sizes,
+                               max_source_length)
+    signatures = module.signatures()
+
+    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(
+        prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent))
+    try:
+        tf.saved_model.save(module, str(staging), signatures=signatures)
+        extra = staging / "assets.extra"
+        if warmup_sentences is None:
+            warmup_sentences = DEFAULT_WARMUP_SENTENCES
+        if warmup_sentences:
+            write_warmup_requests(extra / WARMUP_FILE, list(warmup_sentences),
+                                  export_dir.parent.name,
+                                  beam_size=search_options.beam_size)
+        metadata = {
+            "model_type": payload.get("model_type", "gnmt"),
+            "src_lang": payload.get("src_lang"),
+            "tgt_lang": payload.get("tgt_lang"),
+            "search_options": dataclasses.asdict(search_options),
+            "beam_sizes": list(module.beam_sizes),
+            "max_source_length": module.max_source_length,
+            "bos_id": module.translator.bos_id,
+            "eos_id": module.translator.eos_id,
+            "signatures": sorted(signatures),
+        }
+        extra.mkdir(exist_ok=True)
+        (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        if export_dir.exists():  # empty, checked above
+            export_dir.rmdir()
+        os.replace(staging, export_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return export_dir
+

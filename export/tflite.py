@@ -1,0 +1,140 @@
+"""TFLite export: `encode` and `decode_step` for a host-side search.
+
+A TFLite model cannot run the SentencePiece ops or a search with dynamic
+buffers efficiently, so on devices the search runs on the host
+(`export.tflite_translator.TFLiteTranslator`) and the model offers two
+signatures, the same as the SavedModel's:
+
+- ``encode``: ``source_ids`` int32 `[1, S]` (one sentence, ending in the end
+  token) -> the initial decoding state (GNMT: ``memory`` `[1, S, H]`,
+  ``memory_keys`` `[1, S, A]`, ``memory_mask`` bool `[1, S]`, ``h_i``,
+  ``c_i`` `[1, H]`);
+- ``decode_step``: ``ids`` int32 `[B]` + the state, its memory padded to
+  `[B, L, ...]` with `L = max_source_length` -> ``log_probs`` `[B, V]`,
+  ``attention`` `[B, L]` and the changed state (``h_i``, ``c_i`` `[B, H]`).
+
+Those two fixed sizes (batch 1 in `encode`, memory length `L` in
+`decode_step`) let the converter use builtin ops only, so any LiteRT runtime
+runs the model without the Flex (Select TF ops) delegate; see `StepModule`.
+
+Weight formats (`QUANTIZATIONS`):
+
+- ``float32``: as trained.
+- ``dynamic_range``: int8 weights, float activations (the converter's default
+  optimisation; about 4x smaller, no calibration data).
+- ``float16``: float16 weights, dequantized to float32 at load time.
+
+Quantization-aware training (tfmot) and full-int8 models are not covered here.
+
+`export_tflite(model_dir, out_dir)` writes `<out_dir>/model_<format>.tflite`
+and `<out_dir>/spm.model`, everything `TFLiteTranslator` needs.
+"""
+
+import pathlib
+import shutil
+import tempfile
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+
+from export.savedmodel import make_step_functions
+from gnmt_tf import model_dir as model_dir_lib
+
+QUANTIZATIONS = ("float32", "dynamic_range", "float16")
+SIGNATURE_KEYS = ("encode", "decode_step")
+DEFAULT_MAX_SOURCE_LENGTH = 128
+
+
+class StepModule(tf.Module):
+    """A model with only its `encode` and `decode_step` functions.
+
+    Two shapes are fixed so that the converter needs only builtin ops:
+    `encode` takes one sentence at a time (`source_ids` `[1, S]`; the
+    encoder's `tf.scan` is lowered only when the loop's element shapes, batch
+    included, are static), and `decode_step`'s attention memory has a fixed
+    length `max_source_length` (its broadcasting slices are lowered only with
+    at most one unknown dimension). The host pads `encode`'s outputs to that
+    length; masked positions get exactly zero attention.
+
+    Args:
+      model: a model with `encode`, `initial_state` and `step`.
+      max_source_length: int. Longest source, in subwords with the end token.
+    """
+
+    def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+        super().__init__(name="steps")
+        self.model = model
+        self.encode, self.decode_step = make_step_functions(
+            model, encode_batch_size=1, step_source_length=max_source_length)
+
+    def signatures(self):
+        return {"encode": self.encode, "decode_step": self.decode_step}
+
+
+def convert(model, quantization="float32",
+            max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+    """Converts a step-function model to a two-signature TFLite flatbuffer.
+
+    Args:
+      model: a model with `encode`, `initial_state` and `step`, weights loaded.
+      quantization: one of `QUANTIZATIONS`.
+      max_source_length: int. Longest source the model accepts, in subwords
+        with the end token (`decode_step`'s fixed memory length).
+
+    Returns:
+      The TFLite model as `bytes`.
+
+    Raises:
+      ValueError: an unknown `quantization`.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"unknown quantization {quantization!r}; "
+                         f"known: {', '.join(QUANTIZATIONS)}")
+    module = StepModule(model, max_source_length)
+    with tempfile.TemporaryDirectory(prefix="gnmt_tf_tflite_") as tmp:
+        # Going through a SavedModel gives one flatbuffer with named
+        # signatures (from_concrete_functions names them by position).
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            tmp, signature_keys=list(SIGNATURE_KEYS))
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.TFLITE_BUILTINS]
+        if quantization in ("dynamic_range", "float16"):
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if quantization == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        return converter.convert()
+
+
+def export_tflite(model_dir, out_dir, quantization="float32",
+                  max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+    """Writes a trained model directory's TFLite model and vocabulary.
+
+    Example:
+      >>> paths = export_tflite("runs/en-de", "tflite/en-de", "dynamic_range")
+      >>> TFLiteTranslator(paths["model"], paths["vocabulary"]).translate(
+      ...     ["A dog runs."])
+
+    Args:
+      model_dir: a trained model directory (`gnmt_tf.model_dir`).
+      out_dir: directory to write to (created if missing).
+      quantization: one of `QUANTIZATIONS`.
+      max_source_length: int. Longest source, in subwords with the end token.
+
+    Returns:
+      `{"model": Path of model_<quantization>.tflite, "vocabulary": Path of
+      spm.model}`.
+    """
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"unknown quantization {quantization!r}; "
+                         f"known: {', '.join(QUANTIZATIONS)}")
+    model, subwords, _ = model_dir_lib.load_model(model_dir)
+    flatbuffer = convert(model, quantization, max_source_length)
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path = out_dir / f"model_{quantization}.tflite"
+    model_path.write_bytes(flatbuffer)
+    vocabulary = out_dir / model_dir_lib.VOCAB_FILE
+    shutil.copyfile(subwords.model_path, vocabulary)
+    return {"model": model_path, "vocabulary": vocabulary}

@@ -1,0 +1,250 @@
+"""Translating with a TFLite model: a NumPy beam search on the host.
+
+`TFLiteTranslator` needs only the `.tflite` file written by
+`export.tflite.export_tflite` and the SentencePiece model: it tokenises with
+`sentencepiece`, runs the model's `encode` signature once per sentence and its
+`decode_step` signature once per output position (on all live hypotheses of
+the sentence at once), and detokenises. No TensorFlow is imported; the
+interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is not
+installed.
+
+The search mirrors `gnmt_tf.decoding.beam_search` (and `greedy_search` for
+beam size 1): GNMT length and coverage penalties, the `"gnmt"` early stopping
+rule, at most `ceil(max_length_ratio * source_length)` output subwords. With a
+float32 model it gives the same translations as the SavedModel up to float
+rounding differences between the two runtimes.
+"""
+
+import dataclasses
+import pathlib
+
+import numpy as np
+
+NEG_INF = np.float32(-np.inf)
+COVERAGE_FLOOR = np.float32(1e-10)  # as gnmt_tf.decoding.penalties
+
+
+def _interpreter_class():
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:  # LiteRT not installed: TensorFlow's copy
+        import tensorflow as tf
+
+        Interpreter = tf.lite.Interpreter
+    return Interpreter
+
+
+@dataclasses.dataclass(frozen=True)
+class Hypothesis:
+    """One translation: its text and its search score."""
+
+    text: str
+    score: float
+
+
+class TFLiteTranslator:
+    """Translates raw sentences with a TFLite `encode` + `decode_step` model.
+
+    Example:
+      >>> translator = TFLiteTranslator("out/model_float32.tflite",
+      ...                               "out/spm.model")
+      >>> translator.translate(["A dog runs."], beam_size=4)
+
+    Args:
+      model_path: str or Path. A `.tflite` file from `export_tflite`.
+      vocabulary_path: str or Path. Its SentencePiece model (`spm.model`).
+      num_threads: int or None. Interpreter threads.
+
+    Raises:
+      ValueError: the model lacks the `encode` / `decode_step` signatures.
+    """
+
+    def __init__(self, model_path, vocabulary_path, num_threads=None):
+        import sentencepiece as spm
+
+        self.sentencepiece = spm.SentencePieceProcessor(
+            model_file=str(vocabulary_path))
+        self.bos_id = self.sentencepiece.bos_id()
+        self.eos_id = self.sentencepiece.eos_id()
+        self.interpreter = _interpreter_class()(
+            model_path=str(pathlib.Path(model_path)), num_threads=num_threads)
+        signatures = self.interpreter.get_signature_list()
+        if not {"encode", "decode_step"} <= set(signatures):
+            raise ValueError(f"{model_path} has signatures {sorted(signatures)}, "
+                             "not encode and decode_step")
+        self._encode = self.interpreter.get_signature_runner("encode")
+        self._step = self.interpreter.get_signature_runner("decode_step")
+        step_inputs = self._step.get_input_details()
+        self._step_dtypes = {name: detail["dtype"]
+                             for name, detail in step_inputs.items()}
+        # decode_step's attention memory has a fixed length (see
+        # export.tflite.StepModule): encode's outputs are padded to it.
+        self._padded_lengths = {
+            name: int(detail["shape_signature"][1])
+            for name, detail in step_inputs.items()
+            if name != "ids" and len(detail["shape_signature"]) > 1
+            and name.startswith("memory")}
+        lengths = set(self._padded_lengths.values())
+        self.max_source_length = min(lengths) if lengths else None
+
+    def _encode_state(self, source_ids):
+        """`source_ids [S]` -> decoding state of batch 1, memory padded."""
+        if (self.max_source_length is not None
+                and len(source_ids) > self.max_source_length):
+            raise ValueError(f"{len(source_ids)} source ids (end token "
+                             f"included); this model takes at most "
+                             f"{self.max_source_length}")
+        state = self._encode(source_ids=np.asarray([source_ids], np.int32))
+        padded = {}
+        for name, value in state.items():
+            if name in self._padded_lengths:
+                pad = [(0, 0)] * value.ndim
+                pad[1] = (0, self._padded_lengths[name] - value.shape[1])
+                value = np.pad(value, pad)  # zeros; memory_mask False
+            padded[name] = value.astype(self._step_dtypes[name], copy=False)
+        return padded
+
+    def search(self, source_ids, beam_size=5, length_penalty=0.6,
+               coverage_penalty=0.0, num_hypotheses=1, max_length_ratio=2.0,
+               beam_width=None):
+        """Searches one sentence; returns its best `(ids, score)` pairs.
+
+        Args:
+          source_ids: list of int, ending with the end token.
+          beam_size: int `K`. 1 is greedy search (the penalties are ignored
+            and the score is the log-probability, as in `greedy_search`).
+          length_penalty, coverage_penalty: GNMT's alpha and beta.
+          num_hypotheses: int `N` in `[1, K]`.
+          max_length_ratio: float. Output at most this times the source
+            length (with its end token), in subwords.
+          beam_width: float or None. GNMT's score-space pruning width.
+
+        Returns:
+          `N` pairs `(ids, score)`, best first; `ids` exclude the end token.
+        """
+        k, n = int(beam_size), int(num_hypotheses)
+        if k < 1 or not 1 <= n <= k:
+            raise ValueError(f"need beam_size >= 1 and 1 <= num_hypotheses <= "
+                             f"beam_size, got {beam_size}, {num_hypotheses}")
+        alpha = np.float32(0.0 if k == 1 else length_penalty)
+        beta = np.float32(0.0 if k == 1 else coverage_penalty)
+        source_length = len(source_ids)
+        # float32 as in Translator.search: ceil(ratio * length).
+        max_length = max(int(np.ceil(np.float32(max_length_ratio)
+                                     * np.float32(source_length))), 1)
+
+        state = {name: np.repeat(value, k, axis=0)
+                 for name, value in self._encode_state(source_ids).items()}
+        last = np.full([k], self.bos_id, np.int32)
+        alive_ids = np.zeros([k, max_length], np.int32)
+        alive_log_probs = np.full([k], NEG_INF, np.float32)
+        alive_log_probs[0] = 0.0
+        coverage = np.zeros([k, source_length], np.float32)
+        finished_ids = np.zeros([n, max_length], np.int32)
+        finished_scores = np.full([n], NEG_INF, np.float32)
+        finished_lengths = np.zeros([n], np.int32)
+
+        for t in range(max_length):
+            out = self._step(ids=last, **state)
+            log_probs = out.pop("log_probs").astype(np.float32)      # [K, V]
+            attention = out.pop("attention", None)
+            vocab_size = log_probs.shape[1]
+            length = t + 1
+            cand_log_probs = alive_log_probs[:, None] + log_probs    # [K, V]
+            lp = np.power(np.float32((5.0 + length) / 6.0), alpha,
+                          dtype=np.float32)
+            cand_scores = cand_log_probs / lp
+            if attention is not None:
+                coverage = coverage + attention[:, :source_length]
+                if beta != 0:
+                    log_coverage = np.log(np.maximum(
+                        np.minimum(coverage, np.float32(1.0)), COVERAGE_FLOOR))
+                    cand_scores = cand_scores + (
+                        beta * log_coverage.sum(axis=1, dtype=np.float32)
+                    )[:, None]
+            if beam_width is not None:
+                best = cand_scores.max()
+                cand_scores = np.where(cand_scores < best - beam_width,
+                                       NEG_INF, cand_scores)
+            flat_scores = cand_scores.reshape(-1)
+            # Stable: on ties the lower index wins, as tf.math.top_k.
+            top = np.argsort(-flat_scores, kind="stable")[:k]
+            top_scores = flat_scores[top]
+            beam, token = top // vocab_size, (top % vocab_size).astype(np.int32)
+            top_log_probs = cand_log_probs.reshape(-1)[top]
+            valid = top_scores > NEG_INF
+            ends = (token == self.eos_id) | (length >= max_length)
+            cand_ids = alive_ids[beam]
+            cand_ids[:, t] = token
+
+            # Ending candidates join the N best finished (old ones first).
+            merged_scores = np.concatenate(
+                [finished_scores, np.where(ends & valid, top_scores, NEG_INF)])
+            merged_ids = np.concatenate([finished_ids, cand_ids])
+            merged_lengths = np.concatenate(
+                [finished_lengths, np.full([k], length, np.int32)])
+            best = np.argsort(-merged_scores, kind="stable")[:n]
+            finished_scores = merged_scores[best]
+            finished_ids = merged_ids[best]
+            finished_lengths = merged_lengths[best]
+
+            keep = valid & ~ends
+            if not keep.any():
+                break
+            if finished_scores[n - 1] > np.where(keep, top_scores,
+                                                 NEG_INF).max():
+                break  # GNMT early stopping
+            last = token
+            alive_ids = cand_ids
+            alive_log_probs = np.where(keep, top_log_probs, NEG_INF)
+            coverage = coverage[beam]
+            state.update({name: value[beam] for name, value in out.items()})
+
+        results = []
+        for ids, score, length in zip(finished_ids, finished_scores,
+                                      finished_lengths):
+            ids = ids[:length].tolist()
+            if ids and ids[-1] == self.eos_id:
+                ids.pop()
+            results.append((ids, float(score)))
+        return results
+
+    def translate_nbest(self, sentences, beam_size=5, length_penalty=0.6,
+                        coverage_penalty=0.0, num_hypotheses=1,
+                        max_length_ratio=2.0, beam_width=None):
+        """Translates `sentences`, giving `num_hypotheses` `Hypothesis` each.
+
+        Blank inputs give one empty hypothesis with score 0 and never reach
+        the model.
+
+        Raises:
+          TypeError: an input is not a `str`.
+          ValueError: an input is longer than the model's source length.
+        """
+        results = []
+        for i, sentence in enumerate(sentences, 1):
+            if not isinstance(sentence, str):
+                raise TypeError(f"input {i} is {type(sentence).__name__}, "
+                                "not str")
+            if not sentence.strip():
+                results.append([Hypothesis("", 0.0)])
+                continue
+            source_ids = self.sentencepiece.encode(sentence) + [self.eos_id]
+            if (self.max_source_length is not None
+                    and len(source_ids) > self.max_source_length):
+                raise ValueError(
+                    f"input {i} has {len(source_ids) - 1} subwords; this "
+                    f"model takes at most {self.max_source_length - 1}")
+            pairs = self.search(source_ids, beam_size, length_penalty,
+                                coverage_penalty, num_hypotheses,
+                                max_length_ratio, beam_width)
+            results.append([Hypothesis(self.sentencepiece.decode(ids), score)
+                            for ids, score in pairs])
+        return results
+
+    def translate(self, sentences, beam_size=5, length_penalty=0.6,
+                  coverage_penalty=0.0, max_length_ratio=2.0):
+        """Translates `sentences` (list of str) to their best translations."""
+        return [hyps[0].text for hyps in self.translate_nbest(
+            sentences, beam_size, length_penalty, coverage_penalty, 1,
+            max_length_ratio)]

@@ -1,0 +1,154 @@
+"""`gnmt-tf serve`: run the local gRPC model server, or write the config files
+for `tensorflow_model_server`.
+
+    gnmt-tf serve --model_base_path /models/gnmt --model_name gnmt --port 8500 \\
+        [--batching_parameters_file batching_parameters.txt] [--host 127.0.0.1]
+    gnmt-tf serve --emit-config DIR --model_name gnmt --model_base_path /models/gnmt
+
+Flag names follow `tensorflow_model_server`'s. Nothing heavy is imported until
+`run`.
+"""
+
+import os
+import sys
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "serve", help="serve SavedModels over TF Serving's gRPC API, or emit "
+                      "tensorflow_model_server config files")
+    parser.add_argument("--model_base_path", required=True,
+                        help="folder holding integer version folders")
+    parser.add_argument("--model_name", required=True)
+    parser.add_argument("--port", type=int, default=8500)
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="interface to bind (default: loopback only)")
+    parser.add_argument("--enable_batching", action="store_true",
+                        help="server-side dynamic batching (implied by "
+                             "--batching_parameters_file)")
+    parser.add_argument("--batching_parameters_file",
+                        help="TF Serving BatchingParameters text proto")
+    parser.add_argument("--model_version_policy", default="latest",
+                        help="latest, latest:N, all or specific:V1,V2")
+    parser.add_argument("--file_system_poll_wait_seconds", type=float,
+                        default=1.0, help="version folder scan period; 0 = once")
+    parser.add_argument("--max_message_bytes", type=int,
+                        default=64 * 1024 * 1024)
+    parser.add_argument("--grpc_threads", type=int, default=64,
+                        help="handler threads (concurrent requests)")
+    parser.add_argument("--max_concurrent_rpcs", type=int, default=None,
+                        help="more concurrent requests get RESOURCE_EXHAUSTED "
+                             "(clients retry)")
+    parser.add_argument("--max_string_bytes", type=int, default=4096,
+                        help="longest input sentence, in UTF-8 bytes")
+    parser.add_argument("--max_request_rows", type=int, default=4096,
+                        help="most sentences per request")
+    parser.add_argument("--grace_seconds", type=float, default=10.0,
+                        help="drain time for in-flight requests on shutdown")
+    parser.add_argument("--emit-config", "--emit_config", dest="emit_config",
+                        metavar="DIR",
+                        help="write models.config and batching_parameters.txt "
+                             "for tensorflow_model_server to DIR and exit")
+    parser.set_defaults(func=run)
+
+
+def _batching(args):
+    from serving.batching_config import BatchingParameters
+
+    if args.batching_parameters_file:
+        return BatchingParameters.from_file(args.batching_parameters_file)
+    if args.enable_batching or args.emit_config:
+        return BatchingParameters()
+    return None
+
+
+def emit_config(out_dir, model_name, model_base_path, policy_text="latest",
+                batching=None):
+    """Write `models.config` (a `ModelServerConfig` text proto) and
+    `batching_parameters.txt` to `out_dir`; returns the
+    `tensorflow_model_server` command line that uses them."""
+    from google.protobuf import text_format
+
+    from serving.batching_config import BatchingParameters
+    from serving.model_manager import VersionPolicy
+    from serving.protos import model_server_config_pb2
+
+    policy = VersionPolicy.parse(policy_text)
+    config = model_server_config_pb2.ModelServerConfig()
+    model = config.model_config_list.config.add()
+    model.name = model_name
+    model.base_path = os.path.abspath(model_base_path)
+    model.model_platform = "tensorflow"
+    if policy.kind == "latest":
+        model.model_version_policy.latest.num_versions = policy.num_versions
+    elif policy.kind == "all":
+        model.model_version_policy.all.SetInParent()
+    else:
+        model.model_version_policy.specific.versions.extend(policy.versions)
+    batching = batching or BatchingParameters()
+    os.makedirs(out_dir, exist_ok=True)
+    models_path = os.path.join(out_dir, "models.config")
+    batching_path = os.path.join(out_dir, "batching_parameters.txt")
+    with open(models_path, "w", encoding="utf-8") as f:
+        f.write(text_format.MessageToString(config))
+    with open(batching_path, "w", encoding="utf-8") as f:
+        f.write(batching.to_text())
+    return (f"tensorflow_model_server --port=8500 "
+            f"--model_config_file={os.path.abspath(models_path)} "
+            f"--enable_batching "
+            f"--batching_parameters_file={os.path.abspath(batching_path)} "
+            f"--file_system_poll_wait_seconds=1")
+
+
+def run(args) -> int:
+    batching = _batching(args)
+    if args.emit_config:
+        command = emit_config(args.emit_config, args.model_name,
+                              args.model_base_path, args.model_version_policy,
+                              batching)
+        print(f"wrote {args.emit_config}/models.config and "
+              f"{args.emit_config}/batching_parameters.txt; run:\n  {command}")
+        return 0
+    if not os.path.isdir(args.model_base_path):
+        raise FileNotFoundError(f"--model_base_path {args.model_base_path} "
+                                "is not a directory")
+    import logging
+    import signal
+
+    from serving.model_manager import ModelManager
+    from serving.model_manager import VersionPolicy
+    from serving.server import ModelServer
+    from serving.validation import RequestLimits
+
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    manager = ModelManager(
+        {args.model_name: args.model_base_path},
+        policy=VersionPolicy.parse(args.model_version_policy),
+        poll_interval_s=args.file_system_poll_wait_seconds, batching=batching)
+    server = ModelServer(
+        manager, host=args.host, port=args.port,
+        max_message_bytes=args.max_message_bytes,
+        num_threads=args.grpc_threads,
+        max_concurrent_rpcs=args.max_concurrent_rpcs,
+        limits=RequestLimits(max_string_bytes=args.max_string_bytes,
+                             max_rows=args.max_request_rows))
+    server.start()
+    versions = manager.served_versions(args.model_name)
+    if not versions:
+        print(f"gnmt-tf serve: warning: no version of {args.model_name} loaded "
+              f"yet from {args.model_base_path}", file=sys.stderr, flush=True)
+    print(f"gnmt-tf serve: {args.model_name} versions {versions} on "
+          f"{server.target}" + (" (batching)" if batching else ""),
+          file=sys.stderr, flush=True)
+
+    def shutdown(signum, frame):
+        import threading
+        threading.Thread(target=server.stop, args=(args.grace_seconds,),
+                         daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    while not server.wait(1.0):
+        pass
+    return 0

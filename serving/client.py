@@ -1,0 +1,342 @@
+"""Batching gRPC translation client for TensorFlow Serving's `PredictionService`.
+
+Works unchanged against `tensorflow_model_server` and against our local server
+(`gnmt-tf serve`): it only speaks TF Serving's gRPC API (`Predict`,
+`GetModelMetadata`, and `ModelService.GetModelStatus` for readiness). Importing
+it does not import TensorFlow (see `serving.protos`).
+
+The served signature maps `text` (`DT_STRING [None]`) to `translations`
+(`DT_STRING [None]`) and optionally `scores` (`DT_FLOAT [None]`).
+
+Example:
+
+    with TranslationClient("127.0.0.1:8500", "gnmt") as client:
+        client.translate(["Hello world.", "How are you?"])
+        client.translate_document("First sentence. Second one.\\nNew paragraph.")
+
+Requests are batched on the client as in Ctrip's MT platform (see
+`serving.request_batching`); failed requests are retried with exponential
+backoff on `UNAVAILABLE` and `RESOURCE_EXHAUSTED` only; a request the server
+rejects as `INVALID_ARGUMENT` is bisected so that only the offending sentences
+fail.
+"""
+
+import dataclasses
+import random
+import time
+from typing import List, Optional, Sequence
+
+import grpc
+
+from serving import request_batching
+from serving import tensor_codec
+from serving.protos import get_model_metadata_pb2
+from serving.protos import get_model_status_pb2
+from serving.protos import model_service_pb2_grpc
+from serving.protos import predict_pb2
+from serving.protos import prediction_service_pb2_grpc
+
+RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE,
+                             grpc.StatusCode.RESOURCE_EXHAUSTED})
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class TranslationError(RuntimeError):
+    """A request failed. `code` is the `grpc.StatusCode` (or None)."""
+
+    def __init__(self, message, code=None):
+        super().__init__(message)
+        self.code = code
+
+
+class PartialTranslationError(TranslationError):
+    """Some sentences failed; `results` holds a `TranslationResult` for each
+    input, the successful ones included."""
+
+    def __init__(self, message, results, code=None):
+        super().__init__(message, code)
+        self.results = results
+
+
+@dataclasses.dataclass
+class TranslationResult:
+    """One sentence's outcome.
+
+    Attributes:
+      source: str. The input sentence.
+      translation: str or None. None when `error` is set.
+      score: float or None. The model's score, if the signature returns one.
+      error: str or None. Why this sentence failed.
+      code: `grpc.StatusCode` or None. The status of the failed request.
+      model_version: int or None. The version that served it.
+    """
+    source: str
+    translation: Optional[str] = None
+    score: Optional[float] = None
+    error: Optional[str] = None
+    code: Optional[grpc.StatusCode] = None
+    model_version: Optional[int] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class TranslationClient:
+    """Translate through a TF Serving `PredictionService`.
+
+    Args:
+      target: str. "host:port" of the server.
+      model_name: str. The served model's name.
+      signature: str. Signature to call.
+      version: int or None. Model version; None = the server's default (latest).
+      timeout: float. Deadline of each RPC attempt, in seconds.
+      max_retries: int. Retries of an RPC on UNAVAILABLE / RESOURCE_EXHAUSTED.
+      input_key, output_key, score_key: signature tensor names; `score_key`
+        may be missing from the response.
+      max_batch_sentences: int. Sentences per request.
+      max_batch_units: int. Characters (or tokens) per request.
+      batch_unit: "chars" or "tokens".
+      max_in_flight: int. Requests running at once.
+      backoff_s: float. First retry delay; doubles each retry (with jitter).
+      max_backoff_s: float. Cap on the retry delay.
+      max_message_bytes: int. gRPC send/receive limit of the channel.
+      channel: an existing `grpc.Channel` to use instead of opening one.
+    """
+
+    def __init__(self, target: str, model_name: str,
+                 signature: str = "serving_default",
+                 version: Optional[int] = None, timeout: float = 30.0,
+                 max_retries: int = 3, *, input_key: str = "text",
+                 output_key: str = "translations", score_key: str = "scores",
+                 max_batch_sentences: int = 32, max_batch_units: int = 2000,
+                 batch_unit: str = "chars", max_in_flight: int = 4,
+                 backoff_s: float = 0.1, max_backoff_s: float = 5.0,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+                 channel: Optional[grpc.Channel] = None):
+        if timeout <= 0 or max_retries < 0 or max_in_flight < 1:
+            raise ValueError("need timeout > 0, max_retries >= 0, "
+                             "max_in_flight >= 1")
+        request_batching.length_in(batch_unit)  # validates the unit
+        self.target = target
+        self.model_name = model_name
+        self.signature = signature
+        self.version = version
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.input_key = input_key
+        self.output_key = output_key
+        self.score_key = score_key
+        self.max_batch_sentences = max_batch_sentences
+        self.max_batch_units = max_batch_units
+        self.batch_unit = batch_unit
+        self.max_in_flight = max_in_flight
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._own_channel = channel is None
+        self._channel = channel or grpc.insecure_channel(target, options=[
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes)])
+        self._predict = prediction_service_pb2_grpc.PredictionServiceStub(
+            self._channel)
+        self._models = model_service_pb2_grpc.ModelServiceStub(self._channel)
+
+    # --- plumbing -------------------------------------------------------
+
+    def close(self):
+        """Close the channel (if this client opened it)."""
+        if self._own_channel:
+            self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _model_spec(self, spec):
+        spec.name = self.model_name
+        spec.signature_name = self.signature
+        if self.version is not None:
+            spec.version.value = int(self.version)
+
+    def _call(self, method, request):
+        """One RPC with retries; raises `TranslationError`."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return method(request, timeout=self.timeout)
+            except grpc.RpcError as e:
+                code = e.code() if hasattr(e, "code") else None
+                details = e.details() if hasattr(e, "details") else str(e)
+                if code not in RETRYABLE_CODES or attempt == self.max_retries:
+                    name = code.name if code else "UNKNOWN"
+                    raise TranslationError(f"{name}: {details}", code) from None
+                delay = min(self.max_backoff_s, self.backoff_s * 2 ** attempt)
+                time.sleep(delay * random.uniform(0.5, 1.0))
+        raise AssertionError("unreachable")
+
+    # --- single request -------------------------------------------------
+
+    def predict(self, sentences: Sequence[str]):
+        """One `Predict` request with `sentences` as-is (no batching).
+
+        Returns:
+          (translations, scores or None, model_version)
+
+        Raises:
+          TranslationError: the request failed (after retries).
+        """
+        request = predict_pb2.PredictRequest()
+        self._model_spec(request.model_spec)
+        request.inputs[self.input_key].CopyFrom(
+            tensor_codec.string_tensor(list(sentences)))
+        response = self._call(self._predict.Predict, request)
+        if self.output_key not in response.outputs:
+            raise TranslationError(
+                f"response has no output {self.output_key!r} "
+                f"(has {sorted(response.outputs)})")
+        translations = tensor_codec.to_strings(response.outputs[self.output_key])
+        scores = None
+        if self.score_key in response.outputs:
+            scores = tensor_codec.to_floats(response.outputs[self.score_key])
+        if len(translations) != len(sentences) or (
+                scores is not None and len(scores) != len(sentences)):
+            raise TranslationError(
+                f"{len(sentences)} sentences sent, {len(translations)} "
+                "translations received")
+        version = (response.model_spec.version.value
+                   if response.model_spec.HasField("version") else None)
+        return translations, scores, version
+
+    def _send(self, sentences: List[str]) -> List[TranslationResult]:
+        """Translate one packed request; never raises for server errors."""
+        try:
+            translations, scores, version = self.predict(sentences)
+        except TranslationError as e:
+            if (e.code == grpc.StatusCode.INVALID_ARGUMENT
+                    and len(sentences) > 1):
+                half = len(sentences) // 2  # find the offending sentences
+                return self._send(sentences[:half]) + self._send(sentences[half:])
+            return [TranslationResult(s, error=str(e), code=e.code)
+                    for s in sentences]
+        return [TranslationResult(s, t, None if scores is None else scores[i],
+                                  model_version=version)
+                for i, (s, t) in enumerate(zip(sentences, translations))]
+
+    # --- public API -----------------------------------------------------
+
+    def translate_detailed(self, sentences: Sequence[str]
+                           ) -> List[TranslationResult]:
+        """A `TranslationResult` per sentence, in input order; never raises for
+        per-request failures. Blank sentences translate to "" locally."""
+        sentences = [str(s) for s in sentences]
+        to_send = [s for s in sentences if s.strip()]
+        plan = request_batching.plan_requests(
+            to_send, self.max_batch_sentences, self.max_batch_units,
+            self.batch_unit)
+        done = request_batching.execute_plan(plan, self._send,
+                                             self.max_in_flight)
+        sent = iter(plan.reassemble(done))
+        return [next(sent) if s.strip() else TranslationResult(s, "")
+                for s in sentences]
+
+    def translate(self, sentences: Sequence[str]) -> List[str]:
+        """Translations of `sentences`, in order.
+
+        Raises:
+          PartialTranslationError: some sentences failed; its `results` keeps
+            every sentence's `TranslationResult`, the successful ones included.
+        """
+        results = self.translate_detailed(sentences)
+        failed = [r for r in results if not r.ok]
+        if failed:
+            raise PartialTranslationError(
+                f"{len(failed)} of {len(results)} sentences failed; first: "
+                f"{failed[0].error}", results, failed[0].code)
+        return [r.translation for r in results]
+
+    def translate_document(self, text: str, joiner: str = " ") -> str:
+        """Translate a document: lines are paragraphs, split into sentences,
+        translated (each distinct sentence once) and joined back with `joiner`;
+        line breaks are kept.
+
+        Raises:
+          PartialTranslationError: as `translate`.
+        """
+        paragraphs = request_batching.split_document(text)
+        flat = [s for p in paragraphs for s in p]
+        translated = iter(self.translate(flat))
+        return "\n".join(joiner.join(next(translated) for _ in p)
+                         for p in paragraphs)
+
+    def metadata(self) -> dict:
+        """Signatures of the served model from `GetModelMetadata`:
+        `{signature: {"inputs": {key: (dtype, shape)}, "outputs": {...}}}`
+        with dtype names like "DT_STRING" and -1 for unknown dims."""
+        request = get_model_metadata_pb2.GetModelMetadataRequest()
+        request.model_spec.name = self.model_name
+        if self.version is not None:
+            request.model_spec.version.value = int(self.version)
+        request.metadata_field.append("signature_def")
+        response = self._call(self._predict.GetModelMetadata, request)
+        sig_map = get_model_metadata_pb2.SignatureDefMap()
+        response.metadata["signature_def"].Unpack(sig_map)
+
+        def tensors(infos):
+            return {k: (tensor_codec.dtype_name(v.dtype),
+                        [d.size for d in v.tensor_shape.dim])
+                    for k, v in infos.items()}
+
+        return {name: {"inputs": tensors(sig.inputs),
+                       "outputs": tensors(sig.outputs)}
+                for name, sig in sig_map.signature_def.items()}
+
+    def model_status(self) -> dict:
+        """`{version: state name}` from `ModelService.GetModelStatus`."""
+        request = get_model_status_pb2.GetModelStatusRequest()
+        request.model_spec.name = self.model_name
+        if self.version is not None:
+            request.model_spec.version.value = int(self.version)
+        response = self._call(self._models.GetModelStatus, request)
+        state = get_model_status_pb2.ModelVersionStatus.State
+        return {s.version: state.Name(s.state)
+                for s in response.model_version_status}
+
+    def wait_until_available(self, timeout: float = 60.0,
+                             poll_s: float = 0.2) -> int:
+        """Block until a version of the model is AVAILABLE; returns it.
+
+        Raises:
+          TimeoutError: nothing became available within `timeout` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                available = [v for v, s in self.model_status().items()
+                             if s == "AVAILABLE"]
+                if available:
+                    return max(available)
+            except TranslationError as e:
+                last = e
+            time.sleep(poll_s)
+        raise TimeoutError(f"model {self.model_name!r} at {self.target} not "
+                           f"available after {timeout} s (last error: {last})")
+
+
+def translate_lines(target: str, model_name: str, lines: Sequence[str],
+                    **client_kwargs) -> List[str]:
+    """Translate lines (one sentence a line, trailing newlines dropped) through
+    a server; for `gnmt-tf translate --server`. Blank lines stay blank.
+
+    Args:
+      target: "host:port".
+      model_name: served model name.
+      lines: input lines.
+      **client_kwargs: passed to `TranslationClient`.
+
+    Raises:
+      PartialTranslationError: some lines failed (see `TranslationClient`).
+    """
+    with TranslationClient(target, model_name, **client_kwargs) as client:
+        return client.translate([line.rstrip("\r\n") for line in lines])

@@ -1,0 +1,146 @@
+"""SavedModel export: layout, signatures, parity with `Translator`, errors."""
+
+import json
+
+import pytest
+
+from export import savedmodel
+from export.savedmodel import METADATA_FILE, WARMUP_FILE
+
+
+def test_layout(export_dir, tiny_model_dir, settings):
+    assert export_dir.parent.name == "tiny" and export_dir.name == "1"
+    assert (export_dir / "saved_model.pb").is_file()
+    assert (export_dir / "variables" / "variables.index").is_file()
+    assert ((export_dir / "assets" / "spm.model").read_bytes()
+            == (tiny_model_dir / "spm.model").read_bytes())
+    assert (export_dir / "assets.extra" / WARMUP_FILE).is_file()
+    # No staging directory left next to the version.
+    assert [p.name for p in export_dir.parent.iterdir()] == ["1"]
+    metadata = json.loads(
+        (export_dir / "assets.extra" / METADATA_FILE).read_text())
+    assert metadata["search_options"]["beam_size"] == settings.beam_size
+    assert metadata["beam_sizes"] == [1, settings.beam_size]
+    assert metadata["src_lang"] == "en" and metadata["tgt_lang"] == "de"
+
+
+def test_signatures(fresh_process):
+    sigs = fresh_process["signatures"]
+    assert set(sigs) == {"serving_default", "translate_with_options",
+                         "encode", "decode_step"}
+    assert sigs["serving_default"] == {
+        "inputs": {"text": ["string", [None]]},
+        "outputs": {"translations": ["string", [None]],
+                    "scores": ["float32", [None]]}}
+    assert sigs["translate_with_options"]["inputs"] == {
+        "text": ["string", [None]], "beam_size": ["int32", []],
+        "length_penalty": ["float32", []], "coverage_penalty": ["float32", []]}
+    assert (sigs["translate_with_options"]["outputs"]
+            == sigs["serving_default"]["outputs"])
+
+    encode, step = sigs["encode"], sigs["decode_step"]
+    assert encode["inputs"] == {"source_ids": ["int32", [None, None]]}
+    # decode_step takes the whole state encode returns, plus the ids ...
+    assert step["inputs"] == dict(encode["outputs"], ids=["int32", [None]])
+    # ... and returns the LSTM states it changes, not the attention memory.
+    layers = 3  # gnmt_tiny decoder layers
+    changed = {f"{x}_{i}" for x in "hc" for i in range(layers)}
+    assert set(encode["outputs"]) == changed | {
+        "memory", "memory_keys", "memory_mask"}
+    assert set(step["outputs"]) == changed | {"log_probs", "attention"}
+    assert step["outputs"]["log_probs"][0] == "float32"
+    assert step["outputs"]["attention"] == ["float32", [None, None]]
+    assert encode["outputs"]["memory_mask"] == ["bool", [None, None]]
+
+
+def _expected(translator, sentences, **options):
+    from gnmt_tf.translator import SearchOptions
+
+    hyps = translator.translate_nbest(sentences, SearchOptions(**options))
+    return [h[0].text for h in hyps], [h[0].score for h in hyps]
+
+
+def test_serving_default_matches_translator(fresh_process, translator,
+                                           settings):
+    sentences = settings.sentences
+    texts, scores = _expected(translator, sentences,
+                              beam_size=settings.beam_size,
+                              length_penalty=settings.alpha,
+                              coverage_penalty=settings.beta)
+    got = fresh_process["serving_default"]
+    assert got["translations"] == texts
+    assert got["scores"] == pytest.approx(scores, abs=1e-4)
+    # The tiny model is trained enough to say something, and blank stays blank.
+    assert all(texts[i] for i, s in enumerate(sentences) if s.strip())
+    assert texts[sentences.index("   ")] == ""
+
+
+@pytest.mark.parametrize("option_set", ["default", "greedy", "alpha_1"])
+def test_translate_with_options_matches_translator(
+        fresh_process, translator, settings, option_set):
+    beam_size, alpha, beta = {
+        "default": (settings.beam_size, settings.alpha, settings.beta),
+        "greedy": (1, 0.0, 0.0),
+        "alpha_1": (settings.beam_size, 1.0, 0.0)}[option_set]
+    texts, scores = _expected(translator, settings.sentences,
+                              beam_size=beam_size, length_penalty=alpha,
+                              coverage_penalty=beta)
+    got = fresh_process["with_options"][f"{beam_size},{alpha},{beta}"]
+    assert got["translations"] == texts
+    assert got["scores"] == pytest.approx(scores, abs=1e-4)
+
+
+def test_bad_requests_are_invalid_argument(fresh_process):
+    errors = fresh_process["errors"]
+    assert "beam_size must be one of" in errors["beam_size"]
+    assert "input too long" in errors["too_long"]
+    assert errors["utf8"] is not None
+
+
+def test_warmup_requests_replay(fresh_process):
+    assert fresh_process["warmup"] == [
+        ["tiny", "serving_default", ["text"], 3],
+        ["tiny", "translate_with_options",
+         ["beam_size", "coverage_penalty", "length_penalty", "text"], 3]]
+
+
+def test_export_dir_must_be_versioned(tmp_path):
+    with pytest.raises(ValueError, match="VERSION"):
+        savedmodel.check_export_dir(tmp_path / "model" / "latest")
+    (tmp_path / "model" / "2").mkdir(parents=True)
+    (tmp_path / "model" / "2" / "saved_model.pb").write_bytes(b"")
+    with pytest.raises(ValueError, match="not empty"):
+        savedmodel.check_export_dir(tmp_path / "model" / "2")
+    assert savedmodel.check_export_dir(tmp_path / "model" / "3").name == "3"
+
+
+def test_flatten_state_round_trip():
+    state = {"b": 1, "a": {"y": 2, "x": 3}}
+    flat = savedmodel.flatten_state(state)
+    assert list(flat) == ["a__x", "a__y", "b"]
+    assert savedmodel.unflatten_state(flat, state) == state
+
+
+@pytest.mark.slow
+def test_nbest_outputs(tiny_model_dir, tmp_path, translator, settings):
+    import tensorflow as tf
+
+    from gnmt_tf.translator import SearchOptions
+
+    options = SearchOptions(beam_size=2, num_hypotheses=2, length_penalty=0.6)
+    path = savedmodel.export_savedmodel(
+        tiny_model_dir, tmp_path / "nbest" / "7", options, warmup_sentences=[],
+        beam_sizes=())
+    assert not (path / "assets.extra" / WARMUP_FILE).exists()
+    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+    out = serve(text=tf.constant(settings.sentences))
+    assert set(out) == {"translations", "scores", "nbest_translations",
+                        "nbest_scores"}
+    expected = translator.translate_nbest(settings.sentences, options)
+    got = [[t.decode("utf-8") for t in row]
+           for row in out["nbest_translations"].numpy()]
+    # Blank inputs: the graph fills both slots, Translator returns one.
+    assert [row[:len(hyps)] for row, hyps in zip(got, expected)] == [
+        [h.text for h in hyps] for hyps in expected]
+    assert [t.decode("utf-8") for t in out["translations"].numpy()] == [
+        hyps[0].text for hyps in expected]

@@ -1,0 +1,98 @@
+"""TFLite export and the host-side search that drives it."""
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tflite_float32(tmp_path_factory, translator, tiny_model_dir):
+    """`(model_path, vocabulary_path)` of the tiny model as float32 TFLite."""
+    import shutil
+
+    from export.tflite import convert
+
+    out = tmp_path_factory.mktemp("tflite")
+    model_path = out / "model_float32.tflite"
+    model_path.write_bytes(convert(translator.model, "float32"))
+    shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
+    return model_path, out / "spm.model"
+
+
+@pytest.fixture(scope="session")
+def tflite_translator(tflite_float32):
+    from export.tflite_translator import TFLiteTranslator
+
+    return TFLiteTranslator(*tflite_float32)
+
+
+def test_signatures(tflite_translator, fresh_process):
+    signatures = tflite_translator.interpreter.get_signature_list()
+    saved = fresh_process["signatures"]
+    for name in ("encode", "decode_step"):
+        assert set(signatures[name]["inputs"]) == set(saved[name]["inputs"])
+        assert set(signatures[name]["outputs"]) == set(saved[name]["outputs"])
+    encode = tflite_translator._encode.get_input_details()["source_ids"]
+    assert encode["shape_signature"].tolist() == [1, -1]
+    memory = tflite_translator._step.get_input_details()["memory"]
+    assert memory["shape_signature"].tolist() == [-1, 128, 16]
+    assert tflite_translator.max_source_length == 128
+
+
+def _check_same(got, expected):
+    assert [h[0].text for h in got] == expected["translations"]
+    assert [h[0].score for h in got] == pytest.approx(
+        expected["scores"], abs=1e-3)
+
+
+def test_greedy_matches_savedmodel(tflite_translator, fresh_process, settings):
+    got = tflite_translator.translate_nbest(settings.sentences, beam_size=1)
+    _check_same(got, fresh_process["with_options"]["1,0.0,0.0"])
+
+
+def test_beam_search_matches_savedmodel(tflite_translator, fresh_process,
+                                        settings):
+    got = tflite_translator.translate_nbest(
+        settings.sentences, beam_size=settings.beam_size,
+        length_penalty=settings.alpha, coverage_penalty=settings.beta)
+    _check_same(got, fresh_process["serving_default"])
+
+
+def test_nbest_is_sorted(tflite_translator):
+    hyps = tflite_translator.translate_nbest(
+        ["the man sees a dog"], beam_size=3, num_hypotheses=3)[0]
+    assert len(hyps) == 3
+    scores = [h.score for h in hyps]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_bad_input(tflite_translator):
+    with pytest.raises(ValueError, match="at most 127"):
+        tflite_translator.translate(["the dog " * 100])
+    with pytest.raises(TypeError, match="input 2 is bytes"):
+        tflite_translator.translate(["a dog", b"a cat"])
+    with pytest.raises(ValueError, match="num_hypotheses"):
+        tflite_translator.translate_nbest(["a dog"], beam_size=2,
+                                          num_hypotheses=3)
+
+
+def test_unknown_quantization():
+    from export.tflite import convert
+
+    with pytest.raises(ValueError, match="unknown quantization"):
+        convert(None, "int4")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantization", ["dynamic_range", "float16"])
+def test_quantized_export(tiny_model_dir, tflite_float32, tmp_path,
+                          settings, quantization):
+    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.cli.main import main
+
+    assert main(["export", "tflite", "--model", str(tiny_model_dir),
+                 "--out", str(tmp_path), "--quantization", quantization]) == 0
+    model_path = tmp_path / f"model_{quantization}.tflite"
+    assert model_path.stat().st_size < tflite_float32[0].stat().st_size
+    translator = TFLiteTranslator(model_path, tmp_path / "spm.model")
+    texts = translator.translate(settings.sentences, beam_size=2)
+    assert len(texts) == len(settings.sentences)
+    assert all(isinstance(t, str) for t in texts)

@@ -1,0 +1,66 @@
+import json
+
+import pytest
+import tensorflow as tf
+
+from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.config import apply_overrides
+from gnmt_tf.presets import get_preset
+from gnmt_tf.training.trainer import make_strategy, train_gnmt
+
+
+def test_trained_model_dir_layout(tiny_model_dir):
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert config["model_type"] == "gnmt"
+    assert config["model"]["vocabulary_size"] <= 100
+    assert (tiny_model_dir / "spm.model").exists()
+    assert tf.train.latest_checkpoint(str(tiny_model_dir / "checkpoints")).endswith("-30")
+    progress = json.loads((tiny_model_dir / "progress.json").read_text())
+    assert progress["step"] == 30 and progress["target_tokens"] > 0
+
+
+def test_resume_continues_and_keeps_architecture(toy_data_dir, tmp_path):
+    model_config, train_config = get_preset("gnmt_tiny")
+    model_config = apply_overrides(model_config, ["vocabulary_size=100"])
+    first = apply_overrides(train_config, ["train_steps=10", "checkpoint_every=5"])
+    result = train_gnmt(tmp_path, toy_data_dir, "en", "de", model_config, first)
+    assert result.steps == 10 and result.resumed_from is None
+    # A resumed run ignores a different architecture and continues from step 10.
+    wider = apply_overrides(model_config, ["hidden_dim=32"])
+    second = apply_overrides(train_config, ["train_steps=15", "checkpoint_every=5"])
+    result = train_gnmt(tmp_path, toy_data_dir, "en", "de", wider, second)
+    assert result.resumed_from.endswith("ckpt-10") and result.steps == 15
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model"]["hidden_dim"] == model_config.hidden_dim
+
+
+def test_time_budget_already_spent_trains_nothing(toy_data_dir, tiny_model_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, copy)
+    (copy / "progress.json").write_text(
+        json.dumps({"step": 30, "train_seconds": 600.0, "target_tokens": 1.0}))
+    model_config, train_config = get_preset("gnmt_tiny")
+    train_config = apply_overrides(train_config, ["train_steps=100", "max_minutes=5"])
+    result = train_gnmt(copy, toy_data_dir, "en", "de", model_config, train_config)
+    assert result.steps == 30
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, copy)
+    for data in (copy / "checkpoints").glob("ckpt-30.data*"):
+        data.write_bytes(b"garbage")
+    with pytest.raises(ValueError, match="cannot restore checkpoint"):
+        model_dir_lib.load_model(copy)
+
+
+def test_missing_model_dir_and_strategy_names(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a model directory"):
+        model_dir_lib.load_model(tmp_path)
+    assert make_strategy("default") is tf.distribute.get_strategy()
+    with pytest.raises(ValueError, match="unknown strategy"):
+        make_strategy("tpu")

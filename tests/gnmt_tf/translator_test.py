@@ -1,0 +1,49 @@
+import pytest
+
+from gnmt_tf.model_dir import load_model
+from gnmt_tf.translator import SearchOptions, Translator
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir):
+    model, subwords, _ = load_model(tiny_model_dir)
+    return Translator(model, subwords, max_source_length=40)
+
+
+def test_order_empty_lines_and_batching(translator, toy_corpus):
+    sources = [en for en, _ in toy_corpus[:7]]
+    inputs = sources[:3] + ["", "   "] + sources[3:]
+    batched = translator.translate(inputs, SearchOptions(beam_size=2), batch_size=2)
+    one_by_one = [translator.translate([s], SearchOptions(beam_size=2))[0]
+                  for s in inputs]
+    assert batched == one_by_one
+    assert batched[3] == "" and batched[4] == ""
+    assert all(isinstance(t, str) for t in batched)
+
+
+def test_nbest_sorted_and_greedy_equals_beam_one(translator, toy_corpus):
+    sentence = toy_corpus[0][0]
+    nbest = translator.translate_nbest([sentence], SearchOptions(
+        beam_size=3, num_hypotheses=3, length_penalty=0.0))[0]
+    scores = [h.score for h in nbest]
+    assert len(nbest) == 3 and scores == sorted(scores, reverse=True)
+    greedy = translator.translate([sentence], SearchOptions(beam_size=1))
+    # Beam search with one beam and no penalties is greedy search.
+    from gnmt_tf.decoding import beam_search  # noqa: F401
+    assert greedy == translator.translate(
+        [sentence], SearchOptions(beam_size=1, length_penalty=0.0))
+
+
+def test_output_length_is_bounded(translator):
+    options = SearchOptions(beam_size=2, max_length_ratio=2.0)
+    out = translator.search_fn(options)(__import__("tensorflow").constant(["A dog."]))
+    text = out["translations"].numpy()[0, 0].decode()
+    source_pieces = len(translator.subwords.encode(["A dog."])[0]) + 1
+    assert len(translator.subwords.encode([text])[0]) <= 2 * source_pieces
+
+
+def test_bad_inputs(translator):
+    with pytest.raises(ValueError, match="input 2 has .* subwords; the limit is 40"):
+        translator.translate(["A dog.", "A dog runs. " * 30])
+    with pytest.raises(TypeError, match="input 1 is bytes"):
+        translator.translate([b"A dog."])

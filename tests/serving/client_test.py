@@ -1,0 +1,143 @@
+"""The batching client against the local server and against a scripted fake."""
+
+import concurrent.futures
+import subprocess
+import sys
+import textwrap
+
+import grpc
+import pytest
+
+from serving import tensor_codec
+from serving.client import PartialTranslationError
+from serving.client import TranslationClient
+from serving.client import TranslationError
+from serving.client import translate_lines
+from serving.protos import predict_pb2
+from serving.protos import prediction_service_pb2_grpc
+
+
+def test_client_imports_without_tensorflow():
+    code = textwrap.dedent("""
+        import sys
+        import serving.client, serving.cli
+        assert "tensorflow.python" not in sys.modules, "TF was imported"
+        assert "tensorflow" not in sys.modules
+        import tensorflow as tf  # the real package still loads afterwards
+        from serving.protos import tensor_pb2
+        assert type(tf.make_tensor_proto(["a"])) is tensor_pb2.TensorProto
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_translate_end_to_end_in_order_with_duplicates(any_server):
+    sentences = ["b", "a long one", "c", "b", "", "a long one", "Gruesse", "b"]
+    with TranslationClient(any_server.target, "toy", version=1,
+                           max_batch_sentences=2, max_in_flight=3) as client:
+        assert client.translate(sentences) == [s.upper() for s in sentences]
+        results = client.translate_detailed(sentences)
+    assert [r.score for r in results[:2]] == [1.0, 10.0]
+    assert results[4].translation == "" and results[4].score is None
+    assert all(r.model_version == 1 for r in results if r.source)
+
+
+def test_translate_document(batching_server):
+    with TranslationClient(batching_server.target, "toy") as client:
+        text = "First one. Second one? First one.\n\nLast line"
+        assert client.translate_document(text) == (
+            "FIRST ONE. SECOND ONE? FIRST ONE.\n\nLAST LINE")
+
+
+def test_per_item_errors_keep_the_rest(batching_server):
+    sentences = ["ok one", "x" * 300, "ok two", "ok three", "caf\udce9"]
+    with TranslationClient(batching_server.target, "toy",
+                           max_batch_units=100000) as client:
+        with pytest.raises(PartialTranslationError) as info:
+            client.translate(sentences)
+    results = info.value.results
+    assert [r.ok for r in results] == [True, False, True, True, False]
+    assert results[1].code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "limit is 200" in results[1].error
+    assert [r.translation for r in results if r.ok] == [
+        "OK ONE", "OK TWO", "OK THREE"]
+
+
+def test_translate_lines(batching_server):
+    assert translate_lines(batching_server.target, "toy",
+                           ["one\n", "\n", "two\r\n"]) == ["ONE", "", "TWO"]
+
+
+def test_unknown_model_is_not_retried(batching_server):
+    with TranslationClient(batching_server.target, "nope") as client:
+        with pytest.raises(PartialTranslationError) as info:
+            client.translate(["a"])
+    assert info.value.code == grpc.StatusCode.NOT_FOUND
+
+
+class ScriptedService(prediction_service_pb2_grpc.PredictionServiceServicer):
+    """Fails with the scripted codes first, then upper-cases."""
+
+    def __init__(self, codes):
+        self.codes, self.calls = list(codes), 0
+
+    def Predict(self, request, context):
+        self.calls += 1
+        if self.codes:
+            context.abort(self.codes.pop(0), "scripted failure")
+        response = predict_pb2.PredictResponse()
+        strings = tensor_codec.to_strings(request.inputs["text"])
+        response.outputs["translations"].CopyFrom(
+            tensor_codec.string_tensor([s.upper() for s in strings]))
+        return response
+
+
+@pytest.fixture
+def scripted():
+    servers = []
+
+    def start(codes):
+        service = ScriptedService(codes)
+        server = grpc.server(concurrent.futures.ThreadPoolExecutor(2))
+        prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+            service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return service, f"127.0.0.1:{port}"
+
+    yield start
+    for server in servers:
+        server.stop(0)
+
+
+@pytest.mark.parametrize("codes, calls, ok", [
+    ([grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED], 3,
+     True),
+    ([grpc.StatusCode.UNAVAILABLE] * 3, 3, False),  # max_retries=2
+    ([grpc.StatusCode.INTERNAL], 1, False),
+    ([grpc.StatusCode.DEADLINE_EXCEEDED], 1, False),
+])
+def test_retries_only_transient_errors(scripted, codes, calls, ok):
+    service, target = scripted(codes)
+    client = TranslationClient(target, "m", max_retries=2, backoff_s=0.01)
+    if ok:
+        translations, scores, _ = client.predict(["a"])
+        assert translations == ["A"] and scores is None  # no scores output
+    else:
+        with pytest.raises(TranslationError) as info:
+            client.predict(["a"])
+        assert info.value.code == codes[0]
+    assert service.calls == calls
+    client.close()
+
+
+def test_unreachable_server_fails_fast():
+    with TranslationClient("127.0.0.1:1", "m", timeout=2, max_retries=1,
+                           backoff_s=0.01) as client:
+        with pytest.raises(TranslationError) as info:
+            client.predict(["a"])
+    assert info.value.code == grpc.StatusCode.UNAVAILABLE

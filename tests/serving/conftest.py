@@ -1,0 +1,141 @@
+"""Fixtures for the serving tests: toy SavedModels and in-process servers.
+
+The toy model "toy" maps `text` to `translations` = upper-cased text (version
+2: prefixed with "v2 ") and `scores` = its length in bytes. Version 1 also has
+a `with_options` signature with a scalar `repeat` input and TF Serving warm-up
+requests. Servers bind 127.0.0.1 on a free port and are limited to 200-byte
+sentences and 64 rows.
+"""
+
+import shutil
+
+import pytest
+
+from serving.batching_config import BatchingParameters
+from serving.model_manager import ModelManager
+from serving.model_manager import VersionPolicy
+from serving.server import ModelServer
+from serving.validation import RequestLimits
+
+
+def _save_toy_model(path, prefix="", options=False):
+    import tensorflow as tf
+
+    class Toy(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
+                                                    name="text")])
+        def serve(self, text):
+            upper = tf.strings.upper(text)
+            if prefix:
+                upper = tf.strings.join([prefix, upper])
+            return {"translations": upper,
+                    "scores": tf.cast(tf.strings.length(text), tf.float32)}
+
+        @tf.function(input_signature=[
+            tf.TensorSpec([None], tf.string, name="text"),
+            tf.TensorSpec([], tf.int32, name="repeat")])
+        def with_options(self, text, repeat):
+            tiled = tf.tile(tf.strings.upper(text)[:, None], [1, repeat])
+            return {"translations": tf.strings.reduce_join(tiled, axis=1)}
+
+    module = Toy()
+    signatures = {"serving_default": module.serve}
+    if options:
+        signatures["with_options"] = module.with_options
+    tf.saved_model.save(module, path, signatures=signatures)
+    if options:
+        write_warmup(path, [("serving_default", {"text": [b"warm"]}),
+                            ("with_options", {"text": [b"warm"], "repeat": 2})])
+    return path
+
+
+def write_warmup(path, requests):
+    """TF Serving warm-up file: `requests` = [(signature, {key: value})]."""
+    import os
+
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    from serving.model_manager import WARMUP_FILE
+
+    os.makedirs(os.path.dirname(os.path.join(path, WARMUP_FILE)),
+                exist_ok=True)
+    with tf.io.TFRecordWriter(os.path.join(path, WARMUP_FILE)) as writer:
+        for signature, inputs in requests:
+            entry = prediction_log_pb2.PredictionLog()
+            request = entry.predict_log.request
+            request.model_spec.name = "toy"
+            request.model_spec.signature_name = signature
+            for key, value in inputs.items():
+                request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+            writer.write(entry.SerializeToString())
+
+
+@pytest.fixture(scope="session")
+def toy_versions(tmp_path_factory):
+    """`{1: path, 2: path}` of the toy SavedModel's two versions."""
+    root = tmp_path_factory.mktemp("toy_exports")
+    return {1: _save_toy_model(str(root / "1"), options=True),
+            2: _save_toy_model(str(root / "2"), prefix="v2 ")}
+
+
+@pytest.fixture(scope="session")
+def warmup_writer():
+    """`write_warmup(saved_model_path, [(signature, {key: value})])`."""
+    return write_warmup
+
+
+@pytest.fixture(scope="session")
+def make_base(tmp_path_factory, toy_versions):
+    """`make_base(versions=(1,))` -> a fresh `BASE/toy` holding those versions."""
+    def make(versions=(1,)):
+        base = tmp_path_factory.mktemp("models") / "toy"
+        base.mkdir()
+        for v in versions:
+            shutil.copytree(toy_versions[v], base / str(v))
+        return str(base)
+    return make
+
+
+@pytest.fixture(scope="session")
+def start_server():
+    """`start_server(models, batching=None, **manager_kwargs)` -> a started
+    `ModelServer`; all are stopped at the end of the session."""
+    servers = []
+
+    def start(models, batching=None, poll_interval_s=0.0, load_fn=None,
+              limits=RequestLimits(max_string_bytes=200, max_rows=64),
+              **kwargs):
+        if load_fn is not None:
+            kwargs["load_fn"] = load_fn
+        manager = ModelManager(models, poll_interval_s=poll_interval_s,
+                               batching=batching, **kwargs)
+        server = ModelServer(manager, port=0, num_threads=16, limits=limits)
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop(grace=2)
+
+
+@pytest.fixture(scope="session")
+def batching_server(start_server, make_base):
+    """"toy" version 1 with dynamic batching (8 rows, 50 ms, 1 thread)."""
+    params = BatchingParameters(max_batch_size=8, batch_timeout_micros=50_000,
+                                max_enqueued_batches=64, num_batch_threads=1)
+    return start_server({"toy": make_base()}, params)
+
+
+@pytest.fixture(scope="session")
+def plain_server(start_server, make_base):
+    """"toy" versions 1 and 2 (policy "all"), no batching."""
+    return start_server({"toy": make_base((1, 2))},
+                        policy=VersionPolicy.parse("all"))
+
+
+@pytest.fixture(params=["batching", "plain"])
+def any_server(request):
+    """Each test using it runs against both servers."""
+    return request.getfixturevalue(f"{request.param}_server")
