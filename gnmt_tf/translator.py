@@ -90,9 +90,18 @@ class Translator:
         """Graph body: strings `[B]` -> dict(translations [B, N], scores [B, N])."""
         source_ids, source_lengths = self.tokenize(sentences)
         state = self.model.initial_state(self.model.encode(source_ids))
-        start_ids = tf.fill([tf.shape(source_ids)[0]], self.bos_id)
-        max_lengths = tf.cast(tf.math.ceil(
+        return self.decode(state, source_lengths, options)
+
+    def max_lengths(self, source_lengths, options: SearchOptions):
+        """Output length limits `[B]`: `max_length_ratio` times the source."""
+        return tf.cast(tf.math.ceil(
             options.max_length_ratio * tf.cast(source_lengths, tf.float32)), tf.int32)
+
+    def decode(self, state, source_lengths, options: SearchOptions, max_lengths=None):
+        """Runs the search from a decoding `state` and detokenises the result."""
+        if max_lengths is None:
+            max_lengths = self.max_lengths(source_lengths, options)
+        start_ids = tf.fill([tf.shape(source_lengths)[0]], self.bos_id)
         if options.beam_size == 1:
             result = greedy_search(self.model.step, state, start_ids, self.eos_id,
                                    max_lengths)

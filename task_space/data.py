@@ -435,8 +435,7 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
     import numpy as np
     import tensorflow as tf
 
-    from gnmt_tf.data.pipeline import _ragged, bucket_boundaries
-    from gnmt_tf.text.subword import BOS_ID, EOS_ID
+    from gnmt_tf.data.pipeline import batch_by_length, teacher_forcing_features
 
     # Same rule as pipeline.filter_pairs, keeping the indices.
     keep = [i for i, (s, t) in enumerate(zip(encoded.source_ids,
@@ -447,35 +446,12 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
                          f"(max_length={max_length})")
     source_ids = [encoded.source_ids[i] for i in keep]
     target_ids = [encoded.target_ids[i] for i in keep]
-    dataset = tf.data.Dataset.from_tensor_slices({
-        "source_ids": _ragged(source_ids, suffix=(EOS_ID,)),
-        "target_in_ids": _ragged(target_ids, prefix=(BOS_ID,)),
-        "labels": _ragged(target_ids, suffix=(EOS_ID,)),
+    columns = teacher_forcing_features(source_ids, target_ids)
+    columns.update({
         "src_lang": np.asarray(encoded.src_lang, np.int32)[keep],
         "tgt_lang": np.asarray(encoded.tgt_lang, np.int32)[keep],
         "tags": np.asarray(encoded.tags, np.int32).reshape(
             len(encoded.tags), -1)[keep],
     })
-    # Slices of a ragged matrix come out as ragged_rank-0 specs, which
-    # padded_batch rejects; identity makes them plain dense tensors.
-    dataset = dataset.map(lambda x: {k: tf.identity(v) for k, v in x.items()})
-    if shuffle:
-        dataset = dataset.shuffle(min(shuffle_buffer, len(keep)), seed=seed,
-                                  reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    boundaries = bucket_boundaries(max_length + 1)
-    batch_sizes = [max(1, max_tokens // b) for b in boundaries]
-    batch_sizes.append(max(1, max_tokens // (max_length + 1)))
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda x: tf.maximum(
-            tf.shape(x["source_ids"])[0], tf.shape(x["target_in_ids"])[0]),
-        bucket_boundaries=boundaries,
-        bucket_batch_sizes=batch_sizes,
-        drop_remainder=False)
-    dataset = dataset.map(
-        lambda x: ({k: x[k] for k in ("source_ids", "target_in_ids",
-                                      "src_lang", "tgt_lang", "tags")},
-                   x["labels"]),
-        num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(columns, max_tokens, max_length, shuffle,
+                           shuffle_buffer, repeat, seed)

@@ -14,7 +14,6 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import beam_search, greedy_search
 from gnmt_tf.translator import Hypothesis, SearchOptions, Translator
 from task_space import data as data_lib
 from task_space import registry  # noqa: F401  (registers the model type)
@@ -84,28 +83,12 @@ class TaskSpaceTranslator(Translator):
         """Graph body: strings `[B]`, `src_lang`/`tgt_lang` int32 `[B]`,
         `tags` int32 `[B, K]` -> dict(translations [B, N], scores [B, N])."""
         source_ids, source_lengths = self.tokenize_task(sentences, tgt_lang)
-        max_lengths = tf.cast(tf.math.ceil(
-            options.max_length_ratio * tf.cast(source_lengths, tf.float32)),
-            tf.int32)
+        max_lengths = self.max_lengths(source_lengths, options)
         encoded = self.model.encode(source_ids, src_lang, tgt_lang, tags)
         # The search runs at most max(max_lengths) steps: that is the cache.
         state = self.model.initial_state(
             encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
-        start_ids = tf.fill([tf.shape(source_ids)[0]], self.bos_id)
-        if options.beam_size == 1:
-            result = greedy_search(self.model.step, state, start_ids,
-                                   self.eos_id, max_lengths)
-        else:
-            result = beam_search(
-                self.model.step, state, start_ids, self.eos_id,
-                options.beam_size, max_lengths, source_lengths=source_lengths,
-                length_penalty=options.length_penalty,
-                coverage_penalty=options.coverage_penalty,
-                beam_width=options.beam_width,
-                num_hypotheses=options.num_hypotheses,
-                early_stopping=options.early_stopping)
-        return {"translations": self.detokenize(result.ids, result.lengths),
-                "scores": result.scores}
+        return self.decode(state, source_lengths, options, max_lengths)
 
     def search_fn(self, options: SearchOptions):
         """The `tf.function` `(sentences [B], src_lang [B], tgt_lang [B],

@@ -42,6 +42,59 @@ def bucket_boundaries(max_length, min_length=8, step=1.25):
     return bounds + [max_length + 1]
 
 
+def ragged_sequences(sequences, prefix=(), suffix=()):
+    """Lists of ids -> `tf.RaggedTensor [N, None]` with `prefix`/`suffix` added."""
+    return _ragged(sequences, prefix, suffix)
+
+
+def teacher_forcing_features(source_ids, target_ids):
+    """Ragged `source_ids` (+EOS), `target_in_ids` (BOS+), `labels` (+EOS)."""
+    return {
+        "source_ids": _ragged(source_ids, suffix=(EOS_ID,)),
+        "target_in_ids": _ragged(target_ids, prefix=(BOS_ID,)),
+        "labels": _ragged(target_ids, suffix=(EOS_ID,)),
+    }
+
+
+def batch_by_length(columns, max_tokens, max_length, shuffle=True,
+                    shuffle_buffer=30000, repeat=True, seed=None):
+    """Turns per-example columns into padded, length-bucketed training batches.
+
+    Args:
+      columns: dict of name -> ragged `[N, None]` or dense `[N, ...]` values;
+        must hold `source_ids`, `target_in_ids` and `labels`. Every other
+        column is carried along as a feature.
+      max_tokens: int. Approximate padded tokens per batch.
+      max_length: int. The longest sequence the batches must hold.
+
+    Returns:
+      A dataset of `(features, labels)`.
+    """
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    # Slices of a ragged matrix come out as ragged_rank-0 specs, which
+    # padded_batch rejects; identity makes them plain dense vectors.
+    dataset = dataset.map(lambda x: {k: tf.identity(v) for k, v in x.items()})
+    if shuffle:
+        size = int(columns["labels"].shape[0])
+        dataset = dataset.shuffle(min(shuffle_buffer, size), seed=seed,
+                                  reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+    boundaries = bucket_boundaries(max_length + 1)
+    batch_sizes = [max(1, max_tokens // b) for b in boundaries]
+    batch_sizes.append(max(1, max_tokens // (max_length + 1)))
+    dataset = dataset.bucket_by_sequence_length(
+        element_length_func=lambda x: tf.maximum(
+            tf.shape(x["source_ids"])[0], tf.shape(x["target_in_ids"])[0]),
+        bucket_boundaries=boundaries,
+        bucket_batch_sizes=batch_sizes,
+        drop_remainder=False)
+    dataset = dataset.map(
+        lambda x: ({k: v for k, v in x.items() if k != "labels"}, x["labels"]),
+        num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
 def make_dataset(source_ids, target_ids, max_tokens, max_length,
                  shuffle=True, shuffle_buffer=30000, repeat=True, seed=None):
     """Builds the training `tf.data.Dataset` from id lists.
@@ -59,30 +112,6 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
     source_ids, target_ids = filter_pairs(source_ids, target_ids, max_length)
     if not source_ids:
         raise ValueError("no sentence pairs left after length filtering")
-    dataset = tf.data.Dataset.from_tensor_slices({
-        "source_ids": _ragged(source_ids, suffix=(EOS_ID,)),
-        "target_in_ids": _ragged(target_ids, prefix=(BOS_ID,)),
-        "labels": _ragged(target_ids, suffix=(EOS_ID,)),
-    })
-    # Slices of a ragged matrix come out as ragged_rank-0 specs, which
-    # padded_batch rejects; identity makes them plain dense vectors.
-    dataset = dataset.map(lambda x: {k: tf.identity(v) for k, v in x.items()})
-    if shuffle:
-        dataset = dataset.shuffle(min(shuffle_buffer, len(source_ids)), seed=seed,
-                                  reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    boundaries = bucket_boundaries(max_length + 1)
-    batch_sizes = [max(1, max_tokens // b) for b in boundaries]
-    batch_sizes.append(max(1, max_tokens // (max_length + 1)))
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda x: tf.maximum(
-            tf.shape(x["source_ids"])[0], tf.shape(x["target_in_ids"])[0]),
-        bucket_boundaries=boundaries,
-        bucket_batch_sizes=batch_sizes,
-        drop_remainder=False)
-    dataset = dataset.map(
-        lambda x: ({"source_ids": x["source_ids"],
-                    "target_in_ids": x["target_in_ids"]}, x["labels"]),
-        num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(teacher_forcing_features(source_ids, target_ids),
+                           max_tokens, max_length, shuffle, shuffle_buffer,
+                           repeat, seed)

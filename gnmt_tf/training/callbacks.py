@@ -93,6 +93,19 @@ class TimeBudget(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
+class StopAtStep(keras.callbacks.Callback):
+    """Stops training once the optimizer has made `steps` steps (fit counts in
+    whole epochs of `checkpoint_every` steps, which may overshoot)."""
+
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) >= self.steps:
+            self.model.stop_training = True
+
+
 class ProgressLogger(keras.callbacks.Callback):
     """Prints step, loss, tokens/s and elapsed time every `every` steps."""
 

@@ -109,6 +109,7 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
     callbacks = [progress,
                  callbacks_lib.StepCheckpoint(manager, train_config.checkpoint_every,
                                               progress_path, progress),
+                 callbacks_lib.StopAtStep(train_config.train_steps),
                  *extra_callbacks]
     if train_config.max_minutes:
         callbacks.append(callbacks_lib.TimeBudget(

@@ -64,3 +64,14 @@ def test_missing_model_dir_and_strategy_names(tmp_path):
     assert make_strategy("default") is tf.distribute.get_strategy()
     with pytest.raises(ValueError, match="unknown strategy"):
         make_strategy("tpu")
+
+
+def test_mirrored_strategy_trains_exact_step_count(toy_data_dir, tmp_path):
+    model_config, train_config = get_preset("gnmt_tiny")
+    model_config = apply_overrides(model_config, ["vocabulary_size=100"])
+    # train_steps below checkpoint_every: training still stops at train_steps.
+    train_config = apply_overrides(train_config, ["train_steps=3", "checkpoint_every=10"])
+    result = train_gnmt(tmp_path, toy_data_dir, "en", "de", model_config, train_config,
+                        strategy="mirrored")
+    assert result.steps == 3
+    assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("-3")
