@@ -137,59 +137,30 @@ def make_aligned_dataset(source_ids, target_ids, links, max_tokens,
     Returns:
         A dataset of `(features, labels)`.
     """
-    from gnmt_tf.data.pipeline import _ragged, bucket_boundaries
-    from gnmt_tf.text.subword import BOS_ID, EOS_ID
+    from gnmt_tf.data.pipeline import (
+        batch_by_length, kept_indices, ragged_sequences, teacher_forcing_features)
 
-    keep = [i for i, (s, t) in enumerate(zip(source_ids, target_ids))
-            if 0 < len(s) < max_length and 0 < len(t) < max_length]
+    keep = kept_indices(source_ids, target_ids, max_length)
     if not keep:
         raise ValueError("no sentence pairs left after length filtering "
                          f"(max_length={max_length})")
-    source_ids = [source_ids[i] for i in keep]
-    target_ids = [target_ids[i] for i in keep]
-    link_rows = [np.asarray(links[i], np.int32).reshape(-1, 2) for i in keep]
-    lengths = np.array([len(r) for r in link_rows], np.int64)
-    flat = (np.concatenate(link_rows) if lengths.sum()
-            else np.zeros([0, 2], np.int32))
-    tensors = {
-        "source_ids": _ragged(source_ids, suffix=(EOS_ID,)),
-        "target_in_ids": _ragged(target_ids, prefix=(BOS_ID,)),
-        "labels": _ragged(target_ids, suffix=(EOS_ID,)),
-        "link_pairs": tf.RaggedTensor.from_row_lengths(flat, lengths),
-    }
+    columns = teacher_forcing_features([source_ids[i] for i in keep],
+                                       [target_ids[i] for i in keep])
+    columns["link_pairs"] = ragged_sequences(
+        [np.asarray(links[i], np.int32).reshape(-1) for i in keep])
     for name, values in (task_inputs or {}).items():
-        values = np.asarray(values, np.int32)
-        tensors[name] = values[keep]
-    dataset = tf.data.Dataset.from_tensor_slices(tensors)
+        columns[name] = np.asarray(values, np.int32)[keep]
 
     def densify(x):
-        x = {k: tf.identity(v) for k, v in x.items()}
         pairs = tf.reshape(x.pop("link_pairs"), [-1, 2])
         shape = tf.stack([tf.shape(x["labels"])[0],
                           tf.shape(x["source_ids"])[0]])
-        x[LINKS_KEY] = tf.scatter_nd(
-            pairs, tf.ones(tf.shape(pairs)[:1], tf.float32), shape)
-        x[LINKS_KEY] = tf.minimum(x[LINKS_KEY], 1.0)
+        x[LINKS_KEY] = tf.minimum(tf.scatter_nd(
+            pairs, tf.ones(tf.shape(pairs)[:1], tf.float32), shape), 1.0)
         return x
 
-    dataset = dataset.map(densify)
-    if shuffle:
-        dataset = dataset.shuffle(min(shuffle_buffer, len(keep)), seed=seed,
-                                  reshuffle_each_iteration=True)
-    if repeat:
-        dataset = dataset.repeat()
-    boundaries = bucket_boundaries(max_length + 1)
-    batch_sizes = [max(1, max_tokens // b) for b in boundaries]
-    batch_sizes.append(max(1, max_tokens // (max_length + 1)))
-    dataset = dataset.bucket_by_sequence_length(
-        element_length_func=lambda x: tf.maximum(
-            tf.shape(x["source_ids"])[0], tf.shape(x["target_in_ids"])[0]),
-        bucket_boundaries=boundaries, bucket_batch_sizes=batch_sizes,
-        drop_remainder=False)
-    dataset = dataset.map(
-        lambda x: ({k: v for k, v in x.items() if k != "labels"},
-                   x["labels"]), num_parallel_calls=tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
+    return batch_by_length(columns, max_tokens, max_length, shuffle,
+                           shuffle_buffer, repeat, seed, transform=densify)
 
 
 # --- The model ------------------------------------------------------------------

@@ -435,12 +435,10 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
     import numpy as np
     import tensorflow as tf
 
-    from gnmt_tf.data.pipeline import batch_by_length, teacher_forcing_features
+    from gnmt_tf.data.pipeline import (
+        batch_by_length, kept_indices, teacher_forcing_features)
 
-    # Same rule as pipeline.filter_pairs, keeping the indices.
-    keep = [i for i, (s, t) in enumerate(zip(encoded.source_ids,
-                                             encoded.target_ids))
-            if 0 < len(s) < max_length and 0 < len(t) < max_length]
+    keep = kept_indices(encoded.source_ids, encoded.target_ids, max_length)
     if not keep:
         raise ValueError("no sentence pairs left after length filtering "
                          f"(max_length={max_length})")

@@ -14,14 +14,17 @@ import tensorflow as tf
 from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
 
+def kept_indices(source_ids, target_ids, max_length):
+    """Indices of pairs whose sides are non-empty and fit `max_length` with
+    EOS/BOS added."""
+    return [i for i, (s, t) in enumerate(zip(source_ids, target_ids))
+            if 0 < len(s) < max_length and 0 < len(t) < max_length]
+
+
 def filter_pairs(source_ids, target_ids, max_length):
     """Keeps pairs whose sides are non-empty and fit `max_length` with EOS/BOS."""
-    kept_src, kept_tgt = [], []
-    for s, t in zip(source_ids, target_ids):
-        if 0 < len(s) < max_length and 0 < len(t) < max_length:
-            kept_src.append(s)
-            kept_tgt.append(t)
-    return kept_src, kept_tgt
+    keep = kept_indices(source_ids, target_ids, max_length)
+    return [source_ids[i] for i in keep], [target_ids[i] for i in keep]
 
 
 def _ragged(sequences, prefix=(), suffix=()):
@@ -57,7 +60,7 @@ def teacher_forcing_features(source_ids, target_ids):
 
 
 def batch_by_length(columns, max_tokens, max_length, shuffle=True,
-                    shuffle_buffer=30000, repeat=True, seed=None):
+                    shuffle_buffer=30000, repeat=True, seed=None, transform=None):
     """Turns per-example columns into padded, length-bucketed training batches.
 
     Args:
@@ -66,6 +69,8 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
         column is carried along as a feature.
       max_tokens: int. Approximate padded tokens per batch.
       max_length: int. The longest sequence the batches must hold.
+      transform: optional per-example function (dict -> dict) applied before
+        batching, e.g. to densify per-example link lists.
 
     Returns:
       A dataset of `(features, labels)`.
@@ -74,6 +79,8 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
     # Slices of a ragged matrix come out as ragged_rank-0 specs, which
     # padded_batch rejects; identity makes them plain dense vectors.
     dataset = dataset.map(lambda x: {k: tf.identity(v) for k, v in x.items()})
+    if transform is not None:
+        dataset = dataset.map(transform)
     if shuffle:
         size = int(columns["labels"].shape[0])
         dataset = dataset.shuffle(min(shuffle_buffer, size), seed=seed,
