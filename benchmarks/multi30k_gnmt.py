@@ -123,6 +123,7 @@ def main(argv=None):
         "decode_sentences_per_s": {f"beam{best.beam_size}": round(beam_rate, 2),
                                    "greedy": round(greedy_rate, 2)},
         "model": args.preset,
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "examples": examples,
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         "command": "python " + " ".join(

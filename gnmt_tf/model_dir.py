@@ -23,6 +23,7 @@ MODEL_TYPES = {
     "task_space_transformer": (
         "task_space.task_space_translation_model:TaskSpaceTranslationModel",
         "task_space.config:TransformerConfig"),
+    "gnmt_qat": ("export.qat:QATGNMT", "gnmt_tf.config:GNMTConfig"),
 }
 
 
