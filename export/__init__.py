@@ -2,9 +2,14 @@
 
 - `export.savedmodel`: SavedModels for `tensorflow_model_server` (text in,
   text out, plus `encode` / `decode_step` for host-driven decoding);
+- `export.task_space_savedmodel`: the same for task-space Transformers, with
+  the languages and scene tags as extra inputs;
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
 - `export.tflite` / `export.tflite_translator`: TFLite models and the NumPy
   beam search that drives them;
+- `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
+  layers and quantization-aware fine-tuning of GNMT;
+- `export.tflite_int8`: int8 TFLite from a QAT model (or post-training);
 - `export.cli`: `gnmt-tf export ACTION`.
 
 Importing this package (or `export.cli`) does not import TensorFlow.

@@ -5,7 +5,10 @@ Actions:
 - ``savedmodel``: a SavedModel for `tensorflow_model_server`
   (`export.savedmodel.export_savedmodel`).
 - ``tflite``: `encode` + `decode_step` as TFLite models for a host-side search
-  (`export.tflite.export_tflite`).
+  (`export.tflite.export_tflite`); with ``--int8`` an int8 model
+  (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
+- ``qat``: quantization-aware fine-tuning of a float GNMT model directory
+  into a QAT model directory (`export.qat.qat_finetune`).
 - ``tensorrt``, ``onnx``: not available in this build; they explain what is
   missing and exit with code 2.
 
@@ -15,7 +18,7 @@ action runs.
 
 import sys
 
-ACTIONS = ("savedmodel", "tflite", "tensorrt", "onnx")
+ACTIONS = ("savedmodel", "tflite", "qat", "tensorrt", "onnx")
 
 
 def _add_search_arguments(parser):
@@ -74,6 +77,27 @@ def register(subparsers):
         "--max-source-length", type=int, default=128,
         help="longest source in subwords, end token included (decode_step's "
              "fixed attention-memory length)")
+    tflite.add_argument(
+        "--int8", action="store_true",
+        help="int8 weights and activations (model_int8.tflite) from a QAT "
+             "model directory (gnmt-tf export qat)")
+
+    qat = actions.add_parser(
+        "qat", help="quantization-aware fine-tuning (for export tflite --int8)")
+    qat.add_argument("--model", required=True,
+                     help="trained float GNMT model directory")
+    qat.add_argument("--out", required=True,
+                     help="QAT model directory to write (or resume)")
+    qat.add_argument("--data-dir", help="training data (default $GNMT_TF_DATA)")
+    qat.add_argument("--steps", type=int, default=1000,
+                     help="fine-tuning steps")
+    qat.add_argument("--minutes", type=float,
+                     help="wall-time budget in minutes")
+    qat.add_argument("--learning-rate", type=float,
+                     help="peak learning rate (default: a tenth of the "
+                          "float run's)")
+    qat.add_argument("--calibration-batches", type=int, default=20,
+                     help="batches that set the initial activation ranges")
 
     for name, what in (("tensorrt", "TF-TRT optimised SavedModel (needs a GPU)"),
                        ("onnx", "ONNX model (needs tf2onnx)")):
@@ -104,8 +128,22 @@ def _tensorrt_problem():
     return None
 
 
+def _tflite_int8(args):
+    from export.tflite_int8 import export_tflite_int8
+
+    if args.quantization != "float32":
+        raise ValueError("--int8 and --quantization exclude each other")
+    paths = export_tflite_int8(args.model, args.out, args.max_source_length)
+    for path in paths.values():
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def run(args) -> int:
     """Runs `gnmt-tf export ACTION`; returns the exit code."""
+    if args.action in ("savedmodel", "tflite"):
+        import export.qat  # noqa: F401  (QAT model directories load too)
+
     if args.action == "savedmodel":
         from export.savedmodel import export_savedmodel
         from gnmt_tf.translator import SearchOptions
@@ -126,14 +164,26 @@ def run(args) -> int:
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":
-        from export.tflite import export_tflite
-
         if args.max_source_length < 2:
             raise ValueError("--max-source-length must be >= 2")
+        if args.int8:
+            return _tflite_int8(args)
+        from export.tflite import export_tflite
+
         paths = export_tflite(args.model, args.out, args.quantization,
                               args.max_source_length)
         for path in paths.values():
             print(f"wrote {path}", file=sys.stderr)
+        return 0
+    if args.action == "qat":
+        from export.qat import qat_finetune
+
+        if args.steps < 1:
+            raise ValueError("--steps must be >= 1")
+        qat_finetune(args.model, args.out, args.data_dir, args.steps,
+                     args.minutes, args.learning_rate,
+                     args.calibration_batches)
+        print(f"wrote QAT model directory {args.out}", file=sys.stderr)
         return 0
     if args.action == "tensorrt":
         problem = _tensorrt_problem()

@@ -29,6 +29,10 @@ Signatures (`B` batch, `S` source subwords, `V` vocabulary, `H` model width):
   state tensors that the step changes (for GNMT the ``h_i``/``c_i``; the
   attention memory is read-only and is not returned).
 
+Task-space Transformer model directories get the same signatures with the
+task (``src_lang``, ``tgt_lang``, ``tags``) as extra string inputs; see
+`export.task_space_savedmodel`, which `export_savedmodel` dispatches to.
+
 ``encode`` and ``decode_step`` let a host run its own search loop (the TFLite
 export converts the same functions, with two sizes fixed: see
 `export.tflite`); the first two are what a server offers clients.
@@ -56,7 +60,9 @@ import json
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
+import types
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
@@ -101,7 +107,8 @@ def unflatten_state(flat, template):
 STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
 
 
-def make_step_functions(model, encode_batch_size=None, step_source_length=None):
+def make_step_functions(model, encode_batch_size=None, step_source_length=None,
+                        encode_fn=None, encode_specs=None):
     """The `encode` and `decode_step` functions of a step-function model.
 
     Both are concrete functions with flat keyword inputs and dict outputs, as
@@ -117,6 +124,11 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None):
         lowers the attention's broadcasting slices only with it. Callers pad
         `encode`'s outputs to it (zeros, mask False), which changes nothing:
         masked positions get exactly zero attention.
+      encode_fn, encode_specs: for models whose encoder takes more than the
+        source ids (e.g. the task-space Transformer): a callable taking the
+        inputs `encode_specs` (a list of named `tf.TensorSpec`s, in order)
+        and returning `model.encode`'s result. Default: `model.encode` of a
+        ``source_ids`` int32 `[encode_batch_size, None]` input.
 
     Returns:
       `(encode, decode_step)`.
@@ -124,17 +136,22 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None):
     Raises:
       ValueError: a state tensor is named like a `decode_step` input/output.
     """
-    encode = tf.function(
-        lambda source_ids: flatten_state(
-            model.initial_state(model.encode(source_ids))),
-        autograph=False,
-        input_signature=[tf.TensorSpec([encode_batch_size, None], tf.int32,
-                                       name="source_ids")])
+    if encode_fn is None:
+        encode_fn = model.encode
+        encode_specs = [tf.TensorSpec([encode_batch_size, None], tf.int32,
+                                      name="source_ids")]
+    # The nesting of the state, to rebuild it from flat signature inputs;
+    # recorded while `encode` is traced.
+    template = {}
+
+    def encode_body(*inputs):
+        state = model.initial_state(encode_fn(*inputs))
+        template.update(tf.nest.map_structure(lambda _: None, state))
+        return flatten_state(state)
+
+    encode = tf.function(encode_body, autograph=False,
+                         input_signature=list(encode_specs))
     encoded = encode.get_concrete_function().structured_outputs
-    # The nesting of the state, to rebuild it from flat signature inputs.
-    template = tf.nest.map_structure(
-        lambda _: None, model.initial_state(model.encode(
-            tf.constant([[model.config.eos_id]], tf.int32))))
     state_specs = {
         name: tf.TensorSpec(
             [None] + [step_source_length if d is None else d
@@ -163,8 +180,20 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None):
                 ids=tf.TensorSpec([None], tf.int32, name="ids"), **state_specs))
 
 
+OPTION_SPECS = (tf.TensorSpec([], tf.int32, name="beam_size"),
+                tf.TensorSpec([], tf.float32, name="length_penalty"),
+                tf.TensorSpec([], tf.float32, name="coverage_penalty"))
+TEXT_SPEC = tf.TensorSpec([None], tf.string, name="text")
+
+
 class TranslationModule(tf.Module):
     """What the SavedModel holds: a model, its tokenizer and the signatures.
+
+    Subclasses for models that need more request inputs than the text (see
+    `export.task_space_savedmodel`) override `_build_functions` (the
+    `tf.function`s, plus any resources they use) and `_run_search`, and
+    reuse the rest: input checks, blank handling, the beam-size switch of
+    `translate_with_options` and the step functions.
 
     Args:
       model: a model with the step-function API (`encode`, `initial_state`,
@@ -174,13 +203,21 @@ class TranslationModule(tf.Module):
       beam_sizes: iterable of int. Beam sizes `translate_with_options` accepts;
         the default beam size is always added.
       max_source_length: int. Longer inputs (in subwords) are rejected.
+      translator: the `gnmt_tf.translator.Translator` (or subclass) whose
+        graph bodies the signatures run (default: a plain `Translator`).
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
-                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=250):
+                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=250,
+                 translator=None):
         super().__init__(name="translation")
-        self.model = model
-        self.translator = Translator(model, subwords, max_source_length)
+        # The SavedModel keeps the model's weights, not the Keras model: saving
+        # a tracked Keras model traces every layer's call for Keras's own
+        # loading path, which nothing here uses and which doubles export time.
+        self._untracked = types.SimpleNamespace(model=model)
+        self.model_variables = list(model.variables)
+        self.translator = translator or Translator(model, subwords,
+                                                   max_source_length)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
         self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
@@ -190,18 +227,21 @@ class TranslationModule(tf.Module):
         if min(self.beam_sizes) < 1:
             raise ValueError(f"beam sizes must be >= 1, got {self.beam_sizes}")
         self.max_source_length = int(max_source_length)
+        self._build_functions()
 
-        self.serve = tf.function(
-            self._serve, autograph=False,
-            input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    @property
+    def model(self):
+        """The model (not tracked: its variables are, as `model_variables`)."""
+        return self._untracked.model
+
+    def _build_functions(self):
+        """Creates `serve`, `translate_with_options` and the step functions."""
+        self.serve = tf.function(self._serve, autograph=False,
+                                 input_signature=[TEXT_SPEC])
         self.translate_with_options = tf.function(
             self._translate_with_options, autograph=False,
-            input_signature=[
-                tf.TensorSpec([None], tf.string, name="text"),
-                tf.TensorSpec([], tf.int32, name="beam_size"),
-                tf.TensorSpec([], tf.float32, name="length_penalty"),
-                tf.TensorSpec([], tf.float32, name="coverage_penalty")])
-        self.encode, self.decode_step = make_step_functions(model)
+            input_signature=[TEXT_SPEC, *OPTION_SPECS])
+        self.encode, self.decode_step = make_step_functions(self.model)
 
     def signatures(self):
         """The `{name: concrete_function}` map to save."""
@@ -229,10 +269,17 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies([check]):
             return tf.identity(text)
 
-    def _search(self, text, options):
+    def _run_search(self, text, options, task):
+        """`text [B]` (checked) -> the translator's search result dict.
+
+        `task` is what the subclass's signature bodies pass (None here)."""
+        del task
+        return self.translator.search(text, options)
+
+    def _search(self, text, options, task=None):
         """`text [B]` -> (translations [B, N], scores [B, N]), blanks -> ""."""
         text = self._check_text(text)
-        result = self.translator.search(text, options)
+        result = self._run_search(text, options, task)
         translations, scores = result["translations"], result["scores"]
         blank = tf.strings.regex_full_match(text, _BLANK_PATTERN)[:, tf.newaxis]
         blank = tf.broadcast_to(blank, tf.shape(scores))
@@ -240,16 +287,22 @@ class TranslationModule(tf.Module):
         scores = tf.where(blank, tf.constant(0.0), tf.cast(scores, tf.float32))
         return translations, scores
 
-    def _serve(self, text):
-        translations, scores = self._search(text, self.search_options)
+    def _outputs(self, translations, scores):
+        """`serving_default`'s output dict from `_search`'s result."""
         outputs = {"translations": translations[:, 0], "scores": scores[:, 0]}
         if self.search_options.num_hypotheses > 1:
             outputs["nbest_translations"] = translations
             outputs["nbest_scores"] = scores
         return outputs
 
-    def _translate_with_options(self, text, beam_size, length_penalty,
-                                coverage_penalty):
+    def _serve(self, text):
+        return self._outputs(*self._search(text, self.search_options))
+
+    def _search_with_options(self, search, beam_size, length_penalty,
+                             coverage_penalty):
+        """`translate_with_options`'s outputs: `search(options)` -> the
+        `(translations, scores)` of `_search`, run for the requested beam
+        size (one of `beam_sizes`, else INVALID_ARGUMENT) and penalties."""
         sizes = tf.constant(self.beam_sizes, tf.int32)
         matches = tf.equal(sizes, beam_size)
         check = tf.debugging.Assert(
@@ -266,11 +319,17 @@ class TranslationModule(tf.Module):
                 early_stopping=("gnmt" if self.search_options.early_stopping
                                 == "exact" else
                                 self.search_options.early_stopping))
-            return lambda: self._search(text, options)
+            return lambda: search(options)
 
         translations, scores = tf.switch_case(
             index, [branch(k) for k in self.beam_sizes])
         return {"translations": translations[:, 0], "scores": scores[:, 0]}
+
+    def _translate_with_options(self, text, beam_size, length_penalty,
+                                coverage_penalty):
+        return self._search_with_options(
+            lambda options: self._search(text, options), beam_size,
+            length_penalty, coverage_penalty)
 
 
 def check_export_dir(export_dir):
@@ -293,37 +352,120 @@ def check_export_dir(export_dir):
     return export_dir
 
 
+def write_prediction_logs(path, model_name, requests):
+    """Writes model-server warm-up requests to `path` (a TFRecord file).
+
+    Args:
+      path: the file to write (`assets.extra/tf_serving_warmup_requests`).
+      model_name: the model name the requests carry.
+      requests: list of `(signature_name, {input_name: value})`, each value
+        anything `tf.make_tensor_proto` takes.
+    """
+    from tensorflow_serving.apis import model_pb2
+    from tensorflow_serving.apis import predict_pb2
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for signature, inputs in requests:
+            request = predict_pb2.PredictRequest(
+                model_spec=model_pb2.ModelSpec(name=model_name,
+                                               signature_name=signature))
+            for key, value in inputs.items():
+                request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
+            entry = prediction_log_pb2.PredictionLog(
+                predict_log=prediction_log_pb2.PredictLog(request=request))
+            writer.write(entry.SerializeToString())
+
+
+def warmup_requests(inputs, beam_size=None):
+    """Warm-up requests for the request `inputs` (`{name: value}`): one for
+    `serving_default` and, when `beam_size` is given, one for
+    `translate_with_options` with that beam size."""
+    requests = [("serving_default", dict(inputs))]
+    if beam_size is not None:
+        requests.append(("translate_with_options", dict(
+            inputs, beam_size=tf.constant(beam_size, tf.int32),
+            length_penalty=tf.constant(0.6, tf.float32),
+            coverage_penalty=tf.constant(0.0, tf.float32))))
+    return requests
+
+
 def write_warmup_requests(path, sentences, model_name, beam_size=None):
     """Writes model-server warm-up requests for `sentences` to `path`.
 
     One `PredictRequest` for `serving_default`, and, when `beam_size` is given,
     one for `translate_with_options` with that beam size.
     """
-    from tensorflow_serving.apis import model_pb2
-    from tensorflow_serving.apis import predict_pb2
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    def log(signature, inputs):
-        request = predict_pb2.PredictRequest(
-            model_spec=model_pb2.ModelSpec(name=model_name,
-                                           signature_name=signature))
-        for key, value in inputs.items():
-            request.inputs[key].CopyFrom(tf.make_tensor_proto(value))
-        return prediction_log_pb2.PredictionLog(
-            predict_log=prediction_log_pb2.PredictLog(request=request))
-
     text = [s.encode("utf-8") for s in sentences]
-    logs = [log("serving_default", {"text": text})]
-    if beam_size is not None:
-        logs.append(log("translate_with_options", {
-            "text": text,
-            "beam_size": tf.constant(beam_size, tf.int32),
-            "length_penalty": tf.constant(0.6, tf.float32),
-            "coverage_penalty": tf.constant(0.0, tf.float32)}))
-    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for entry in logs:
-            writer.write(entry.SerializeToString())
+    write_prediction_logs(path, model_name,
+                          warmup_requests({"text": text}, beam_size))
+
+
+def usable_warmup_sentences(module, sentences):
+    """The warm-up sentences `module` accepts, the over-long ones dropped
+    with a note: one failing warm-up request makes the model server refuse
+    to load the whole version."""
+    sentences = list(sentences)
+    lengths = [len(ids) for ids in module.translator.subwords.encode(sentences)]
+    kept = [s for s, n in zip(sentences, lengths)
+            if n <= module.max_source_length]
+    if len(kept) < len(sentences):
+        print(f"note: left out {len(sentences) - len(kept)} warm-up "
+              f"sentence(s) longer than {module.max_source_length} subwords",
+              file=sys.stderr)
+    return kept
+
+
+def save_module(module, export_dir, requests=(), metadata=None):
+    """Saves a `TranslationModule` as the SavedModel `export_dir`.
+
+    The SavedModel is written to a hidden temporary directory next to
+    `export_dir` and renamed into place, so a polling model server never sees
+    a half-written version.
+
+    Args:
+      module: a `TranslationModule` (or subclass).
+      export_dir: a path checked by `check_export_dir`.
+      requests: warm-up requests (see `write_prediction_logs`); none: no file.
+      metadata: dict for `assets.extra/gnmt_tf_export.json`; the signature
+        names are added under "signatures".
+
+    Returns:
+      `export_dir` as a `pathlib.Path`.
+    """
+    export_dir = pathlib.Path(export_dir)
+    signatures = module.signatures()
+    export_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(
+        prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent))
+    try:
+        tf.saved_model.save(module, str(staging), signatures=signatures)
+        extra = staging / "assets.extra"
+        if requests:
+            write_prediction_logs(extra / WARMUP_FILE, export_dir.parent.name,
+                                  list(requests))
+        metadata = dict(metadata or {}, signatures=sorted(signatures))
+        extra.mkdir(exist_ok=True)
+        (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        if export_dir.exists():  # empty, checked by check_export_dir
+            export_dir.rmdir()
+        os.replace(staging, export_dir)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return export_dir
+
+
+def module_metadata(module):
+    """The metadata entries every export shares (search settings, ids)."""
+    return {
+        "search_options": dataclasses.asdict(module.search_options),
+        "beam_sizes": list(module.beam_sizes),
+        "max_source_length": module.max_source_length,
+        "bos_id": module.translator.bos_id,
+        "eos_id": module.translator.eos_id,
+    }
 
 
 def export_savedmodel(model_dir, export_dir, search_options=None,
@@ -333,7 +475,10 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
 
     The SavedModel is written to a hidden temporary directory next to
     `export_dir` and renamed into place, so a polling model server never sees
-    a half-written version.
+    a half-written version. Task-space model directories (model type
+    ``task_space_transformer``) are exported by
+    `export.task_space_savedmodel.export_task_space_savedmodel`, whose
+    signatures also take the languages and scene tags.
 
     Example:
       >>> export_savedmodel("runs/en-de", "exports/en_de/1",
@@ -357,43 +502,31 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     Raises:
       FileNotFoundError / ValueError: a bad model directory or export path.
     """
+    from task_space import registry as task_space_registry  # no TensorFlow
+
+    if task_space_registry.is_task_space_model_dir(model_dir):
+        from export.task_space_savedmodel import export_task_space_savedmodel
+
+        return export_task_space_savedmodel(
+            model_dir, export_dir, search_options, warmup_sentences,
+            beam_sizes, max_source_length)
     search_options = search_options or SearchOptions()
     export_dir = check_export_dir(export_dir)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
                                max_source_length)
-    signatures = module.signatures()
-
-    export_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = pathlib.Path(tempfile.mkdtemp(
-        prefix=f".{export_dir.name}.tmp-", dir=export_dir.parent))
-    try:
-        tf.saved_model.save(module, str(staging), signatures=signatures)
-        extra = staging / "assets.extra"
-        if warmup_sentences is None:
-            warmup_sentences = DEFAULT_WARMUP_SENTENCES
-        if warmup_sentences:
-            write_warmup_requests(extra / WARMUP_FILE, list(warmup_sentences),
-                                  export_dir.parent.name,
-                                  beam_size=search_options.beam_size)
-        metadata = {
-            "model_type": payload.get("model_type", "gnmt"),
-            "src_lang": payload.get("src_lang"),
-            "tgt_lang": payload.get("tgt_lang"),
-            "search_options": dataclasses.asdict(search_options),
-            "beam_sizes": list(module.beam_sizes),
-            "max_source_length": module.max_source_length,
-            "bos_id": module.translator.bos_id,
-            "eos_id": module.translator.eos_id,
-            "signatures": sorted(signatures),
-        }
-        extra.mkdir(exist_ok=True)
-        (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
-        if export_dir.exists():  # empty, checked above
-            export_dir.rmdir()
-        os.replace(staging, export_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return export_dir
-
+    if warmup_sentences is None:
+        warmup_sentences = DEFAULT_WARMUP_SENTENCES
+    warmup_sentences = usable_warmup_sentences(module, warmup_sentences)
+    requests = ()
+    if warmup_sentences:
+        requests = warmup_requests(
+            {"text": [s.encode("utf-8") for s in warmup_sentences]},
+            beam_size=search_options.beam_size)
+    metadata = {
+        "model_type": payload.get("model_type", "gnmt"),
+        "src_lang": payload.get("src_lang"),
+        "tgt_lang": payload.get("tgt_lang"),
+        **module_metadata(module),
+    }
+    return save_module(module, export_dir, requests, metadata)

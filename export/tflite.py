@@ -24,7 +24,8 @@ Weight formats (`QUANTIZATIONS`):
   optimisation; about 4x smaller, no calibration data).
 - ``float16``: float16 weights, dequantized to float32 at load time.
 
-Quantization-aware training (tfmot) and full-int8 models are not covered here.
+Quantization-aware training (tfmot) is in `export.qat`, int8 models (QAT
+and post-training) in `export.tflite_int8`.
 
 `export_tflite(model_dir, out_dir)` writes `<out_dir>/model_<format>.tflite`
 and `<out_dir>/spm.model`, everything `TFLiteTranslator` needs.

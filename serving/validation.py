@@ -2,12 +2,14 @@
 
 Every problem raises `InvalidRequest` with a message naming the input (and the
 element), which the server returns as `INVALID_ARGUMENT`. String inputs get
-NMT-specific checks that TF Serving does not make: elements must be non-empty
-(not only whitespace), valid UTF-8 and at most `max_string_bytes` long.
+NMT-specific checks that TF Serving does not make: elements must be valid
+UTF-8, at most `max_string_bytes` long and non-empty (not only whitespace),
+except in the inputs of `RequestLimits.empty_allowed` (the task-space export's
+``tags``, where "" means no scene tag).
 """
 
 import dataclasses
-from typing import Dict
+from typing import Dict, FrozenSet
 
 import numpy as np
 
@@ -26,9 +28,13 @@ class RequestLimits:
     Attributes:
       max_string_bytes: int. Longest string element (UTF-8 bytes).
       max_rows: int. Most rows (sentences) in one request.
+      empty_allowed: names of string inputs whose elements may be empty:
+        ``tags`` of task-space exports (comma-separated scene tags, "" for
+        none).
     """
     max_string_bytes: int = 4096
     max_rows: int = 4096
+    empty_allowed: FrozenSet[str] = frozenset({"tags"})
 
 
 def _check_shape(key, dims, info):
@@ -41,7 +47,7 @@ def _check_shape(key, dims, info):
                              f"expects {expected} (-1 = any)")
 
 
-def _check_strings(key, array, limits):
+def _check_strings(key, array, limits, allow_empty=False):
     for i, value in enumerate(array.reshape(-1)):
         where = f"input {key!r} element {i}"
         if len(value) > limits.max_string_bytes:
@@ -53,7 +59,7 @@ def _check_strings(key, array, limits):
             raise InvalidRequest(
                 f"{where} is not valid UTF-8 (byte 0x{value[e.start]:02x} at "
                 f"offset {e.start})") from None
-        if not text.strip():
+        if not allow_empty and not text.strip():
             raise InvalidRequest(f"{where} is empty")
 
 
@@ -96,6 +102,7 @@ def decode_inputs(inputs, signature_def,
         except tensor_codec.TensorDecodeError as e:
             raise InvalidRequest(f"input {key!r}: {e}") from None
         if info.dtype == types_pb2.DT_STRING:
-            _check_strings(key, array, limits)
+            _check_strings(key, array, limits,
+                           allow_empty=key in limits.empty_allowed)
         arrays[key] = array
     return arrays

@@ -1,0 +1,220 @@
+"""Export benchmark: float SavedModel vs int8 (QAT) / dynamic-range / float16 TFLite.
+
+On a trained GNMT model directory and a test split (default Multi30k
+en->de test_2016_flickr) it measures, for each of the four artifacts:
+
+- sacreBLEU of the detokenised, cased output (signature printed);
+- size on disk in MB (the SavedModel directory; the .tflite file);
+- CPU latency per sentence at batch 1 (ms, mean over `--latency-sentences`);
+- throughput at batch 32 (sentences/s over the whole test set). The
+  SavedModel searches 32 sentences per call; the TFLite models' `encode`
+  takes one sentence (see `export.tflite.StepModule`), so the host-side
+  search translates a batch of 32 one sentence after another;
+
+and the SavedModel's parity with the in-process `Translator`: the fraction of
+`--parity-sentences` sentences (from the test split, then `val`) translated
+identically. The QAT model comes from `--qat-model` or is fine-tuned here
+(`--qat-steps`, `--qat-minutes`). Results go to `--out` (JSON).
+
+Example (full run)::
+
+    python benchmarks/export_bench.py --model benchmarks/runs/gnmt_small_en_de \\
+        --data-dir /work/shared/data/multi30k --qat-steps 1000 --qat-minutes 20
+
+Smoke test::
+
+    python benchmarks/export_bench.py --model MODEL --data-dir DATA \\
+        --max-sentences 20 --parity-sentences 20 --qat-steps 5 \\
+        --out /tmp/export.json
+"""
+
+import argparse
+import json
+import pathlib
+import shlex
+import sys
+import time
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+KEYS = ("savedmodel_float", "tflite_int8_qat", "tflite_dynamic_range",
+        "tflite_float16")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", required=True,
+                        help="trained float GNMT model directory")
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--src-lang", default="en")
+    parser.add_argument("--tgt-lang", default="de")
+    parser.add_argument("--test-split", default="test_2016_flickr")
+    parser.add_argument("--qat-model",
+                        help="existing QAT model directory (else fine-tune)")
+    parser.add_argument("--qat-steps", type=int, default=1000)
+    parser.add_argument("--qat-minutes", type=float, default=None)
+    parser.add_argument("--work-dir", default="benchmarks/runs/export_bench",
+                        help="where exports (and a fine-tuned QAT model) go")
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--max-sentences", type=int,
+                        help="use only the first N test sentences")
+    parser.add_argument("--latency-sentences", type=int, default=100)
+    parser.add_argument("--parity-sentences", type=int, default=500)
+    parser.add_argument("--max-source-length", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="TFLite interpreter threads (default: LiteRT's)")
+    parser.add_argument("--out", default="benchmarks/results/export.json")
+    return parser.parse_args(argv)
+
+
+def size_mb(path):
+    path = pathlib.Path(path)
+    if path.is_file():
+        return path.stat().st_size / 2**20
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
+
+
+def chunks(items, size):
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def measure(translate_batch, sentences, latency_sentences):
+    """`(hypotheses, latency_ms_batch1, sentences_per_s_batch32)`."""
+    translate_batch(sentences[:2])  # warm-up (tracing, allocation)
+    start = time.perf_counter()
+    for sentence in sentences[:latency_sentences]:
+        translate_batch([sentence])
+    latency = 1000 * (time.perf_counter() - start) / max(
+        1, min(latency_sentences, len(sentences)))
+    hypotheses = []
+    start = time.perf_counter()
+    for batch in chunks(sentences, 32):
+        hypotheses.extend(translate_batch(batch))
+    throughput = len(sentences) / (time.perf_counter() - start)
+    return hypotheses, latency, throughput
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (SentencePiece ops of the SavedModel)
+
+    import export.qat  # noqa: F401  (registers gnmt_qat)
+    from export.savedmodel import export_savedmodel
+    from export.tflite import export_tflite
+    from export.tflite_int8 import export_tflite_int8
+    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
+    from gnmt_tf.model_dir import load_model
+    from gnmt_tf.translator import SearchOptions, Translator
+
+    work = pathlib.Path(args.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    src, ref = corpus.read_parallel(args.data_dir, args.test_split,
+                                    args.src_lang, args.tgt_lang)
+    if args.max_sentences:
+        src, ref = src[:args.max_sentences], ref[:args.max_sentences]
+    options = SearchOptions(beam_size=args.beam_size,
+                            length_penalty=args.alpha)
+    log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa
+
+    # Exports.
+    qat_dir = args.qat_model
+    if not qat_dir:
+        from export.qat import qat_finetune
+
+        qat_dir = work / "qat_model"
+        log(f"QAT fine-tuning into {qat_dir}")
+        qat_finetune(args.model, qat_dir, args.data_dir, args.qat_steps,
+                     args.qat_minutes)
+    version = 1
+    savedmodel_dir = work / "savedmodel" / "gnmt" / str(version)
+    if savedmodel_dir.exists():
+        import shutil
+
+        shutil.rmtree(savedmodel_dir)
+    log("exporting SavedModel and TFLite models")
+    export_savedmodel(args.model, savedmodel_dir, options,
+                      max_source_length=250)
+    paths = {
+        "tflite_int8_qat": export_tflite_int8(
+            qat_dir, work / "tflite", args.max_source_length)["model"],
+        "tflite_dynamic_range": export_tflite(
+            args.model, work / "tflite", "dynamic_range",
+            args.max_source_length)["model"],
+        "tflite_float16": export_tflite(
+            args.model, work / "tflite", "float16",
+            args.max_source_length)["model"],
+    }
+    vocabulary = work / "tflite" / "spm.model"
+    sizes = {"savedmodel_float": size_mb(savedmodel_dir),
+             **{k: size_mb(p) for k, p in paths.items()}}
+
+    # Translations, timings, BLEU.
+    serve = tf.saved_model.load(str(savedmodel_dir)).signatures[
+        "serving_default"]
+
+    def savedmodel_batch(batch):
+        out = serve(text=tf.constant(batch))["translations"].numpy()
+        return [t.decode("utf-8") for t in out]
+
+    runners = {"savedmodel_float": savedmodel_batch}
+    for key, path in paths.items():
+        translator = TFLiteTranslator(path, vocabulary, args.threads)
+        runners[key] = (lambda t: lambda batch: t.translate(
+            batch, beam_size=args.beam_size, length_penalty=args.alpha))(
+                translator)
+    results = {"sacrebleu": {}, "size_mb": sizes, "latency_ms_batch1": {},
+               "throughput_sentences_per_s_batch32": {}}
+    signatures = {}
+    hypotheses = {}
+    for key in KEYS:
+        log(f"translating {len(src)} sentences with {key}")
+        hyps, latency, throughput = measure(runners[key], src,
+                                            args.latency_sentences)
+        scores = score_corpus(hyps, ref)
+        hypotheses[key] = hyps
+        results["sacrebleu"][key] = round(scores.bleu, 2)
+        results["latency_ms_batch1"][key] = round(latency, 2)
+        results["throughput_sentences_per_s_batch32"][key] = round(
+            throughput, 2)
+        signatures[key] = scores.bleu_signature
+        log(f"  {key}: BLEU {scores.bleu:.2f}  {latency:.1f} ms/sentence  "
+            f"{throughput:.1f} sentences/s  {sizes[key]:.2f} MB")
+
+    # SavedModel parity with the in-process Translator.
+    parity_src = list(src)
+    if len(parity_src) < args.parity_sentences and not args.max_sentences:
+        try:
+            val_src, _ = corpus.read_parallel(args.data_dir, "val",
+                                              args.src_lang, args.tgt_lang)
+            parity_src += val_src
+        except FileNotFoundError:
+            pass
+    parity_src = parity_src[:args.parity_sentences]
+    model, subwords, _ = load_model(args.model)
+    in_process = Translator(model, subwords).translate(parity_src, options)
+    served = [t for batch in chunks(parity_src, 32)
+              for t in savedmodel_batch(batch)]
+    same = sum(a == b for a, b in zip(in_process, served))
+    results["savedmodel_parity_exact"] = round(same / len(parity_src), 4)
+    results["savedmodel_parity_sentences"] = len(parity_src)
+    results["bleu_signature"] = signatures["savedmodel_float"]
+    results["settings"] = {
+        "test_split": args.test_split, "sentences": len(src),
+        "beam_size": args.beam_size, "alpha": args.alpha,
+        "tflite_threads": args.threads, "qat_model": str(qat_dir),
+        "max_source_length": args.max_source_length}
+    results["command"] = "python " + " ".join(
+        shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""int8 TFLite: the QAT model's `encode` + `decode_step`.
+
+`convert_qat_int8(model)` converts a QAT model (`export.qat.QATGNMT`, whose
+fake-quant ops carry every range) with the converter's default optimisation:
+the fake-quant ranges become the int8 scales, no calibration data needed.
+The flatbuffer has the same two signatures as `export.tflite`'s, so
+`export.tflite_translator.TFLiteTranslator` drives it.
+
+Post-training full-integer quantization (a representative dataset instead
+of QAT) is not offered: with TF 2.21 the converter's calibration crashes the
+process (segmentation fault) on this two-signature model with `While` loops.
+The post-training baselines are `export.tflite`'s dynamic-range and float16.
+
+What is int8 and what stays float (QAT model, measured on the converted
+flatbuffer; `int8_report` lists a model's tensor types):
+
+- Weights are stored int8 with one scale per tensor, as trained: LSTM
+  `kernel` / `recurrent_kernel`, the attention's query and score
+  projections, the embedding table, which is also the tied softmax
+  projection. The table is stored twice (TFLite gives the Gather table an
+  asymmetric scale and the FullyConnected weights a symmetric one, so the
+  bytes differ; `dedupe_buffers` shares what is identical, e.g. `encode`'s
+  copy). gnmt_small (3+3 x 256, 8k vocabulary): 8.8 MB against 25.5 MB for
+  float32 TFLite.
+- `decode_step` runs int8: the embedding Gather, every LSTM's input and
+  recurrent FullyConnected, the attention's query / memory-key sum, tanh
+  hidden layer, score FullyConnected, masking Select, Softmax and context
+  BatchMatMul, the Concatenations, the softmax projection and the
+  LogSoftmax (TFLite's int8 LogSoftmax has a fixed output grid of 1/16 nat
+  over [-16, 0]; the host-side beam search adds those up in float).
+- `encode` runs the LSTMs step by step inside `While` loops whose input and
+  recurrent FullyConnected are int8 (`QATLSTM` computes the input projection
+  per step in inference for exactly this; in training it is one
+  whole-sequence matmul, same arithmetic).
+- Float: the LSTM gate arithmetic (gate sum, Logistic, Tanh, the cell-state
+  Mul/Add), because the gate pre-activations and, without GNMT's cell
+  clipping, the cell state have no quantization range (see
+  `export.quantization`; with `clip_cell` the cell state is quantized to
+  [-delta, delta]); the residual sums; in `encode`, the attention's memory
+  projection (a `tensordot` over `[B, S, H]` that the converter keeps in
+  float with a float weight copy, 0.25 MB for gnmt_small); the signature
+  inputs and outputs (`ids` int32; `log_probs`, `attention` and the decoder
+  state float32, so the host search works in float and feeds the state back
+  unchanged). Quantize / Dequantize ops sit at those borders; only builtin
+  ops are used (no Flex delegate).
+"""
+
+import pathlib
+import shutil
+import tempfile
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import numpy as np
+import tensorflow as tf
+
+from export.tflite import DEFAULT_MAX_SOURCE_LENGTH, SIGNATURE_KEYS, StepModule
+from gnmt_tf import model_dir as model_dir_lib
+
+INT8_FILE = "model_int8.tflite"
+
+
+def _converter(module, tmp):
+    tf.saved_model.save(module, tmp, signatures=module.signatures())
+    converter = tf.lite.TFLiteConverter.from_saved_model(
+        tmp, signature_keys=list(SIGNATURE_KEYS))
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    return converter
+
+
+def dedupe_buffers(flatbuffer):
+    """Makes tensors with byte-identical constant data share one buffer.
+
+    The converter writes a constant once per use: the tied embedding table
+    is both `decode_step`'s Gather table and its softmax FullyConnected
+    weights, and `encode` has a third copy, which for a small model is most
+    of the file. TFLite buffers are model-wide, so tensors (in any subgraph)
+    may share one; the data of the unused duplicates is dropped.
+
+    Args:
+      flatbuffer: a TFLite model as `bytes`.
+
+    Returns:
+      The model as `bytes`, same graphs and signatures.
+    """
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
+    canonical = {}  # data -> first buffer index
+    remap = {}
+    for index, buffer in enumerate(model.buffers):
+        if buffer.data is None or len(buffer.data) == 0:
+            continue
+        key = bytes(buffer.data)
+        remap[index] = canonical.setdefault(key, index)
+    for subgraph in model.subgraphs:
+        for tensor in subgraph.tensors:
+            tensor.buffer = remap.get(tensor.buffer, tensor.buffer)
+    for index, target in remap.items():
+        if target != index:
+            model.buffers[index].data = None
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def is_qat_model(model):
+    from export.quantization import qat_layers
+
+    return bool(qat_layers(model))
+
+
+def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+    """Converts a QAT model's `encode` / `decode_step` to int8 TFLite.
+
+    Args:
+      model: an `export.qat.QATGNMT` with trained (or calibrated) ranges.
+      max_source_length: int. `decode_step`'s fixed memory length.
+
+    Returns:
+      The flatbuffer as `bytes`.
+
+    Raises:
+      ValueError: `model` has no fake-quant layers.
+    """
+    if not is_qat_model(model):
+        raise ValueError("convert_qat_int8 needs a quantization-aware model "
+                         "(export.qat.QATGNMT, see export.qat.qat_finetune)")
+    module = StepModule(model, max_source_length)
+    with tempfile.TemporaryDirectory(prefix="gnmt_tf_int8_") as tmp:
+        converter = _converter(module, tmp)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        # Per-tensor scales, as trained (per-channel would re-quantize the
+        # FullyConnected weights and store the tied embedding once more).
+        converter._experimental_disable_per_channel = True
+        return dedupe_buffers(converter.convert())
+
+
+def int8_report(model_path):
+    """Tensor types of a TFLite model, all subgraphs (signatures and loop
+    bodies): `{"int8": [tensor names], "float32": [...], ...}`. Weight
+    tensors carry their fake-quant op's name (`LastValueQuant`)."""
+    from export.tflite_translator import _interpreter_class
+
+    interpreter = _interpreter_class()(model_path=str(model_path))
+    count = interpreter.num_subgraphs()
+    report = {}
+    for index in range(count if isinstance(count, int) else count()):
+        for detail in interpreter.get_tensor_details(index):
+            dtype = np.dtype(detail["dtype"]).name
+            report.setdefault(dtype, []).append(detail["name"])
+    return report
+
+
+def export_tflite_int8(model_dir, out_dir,
+                       max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+    """Writes a QAT model directory's int8 TFLite model and vocabulary.
+
+    Example:
+      >>> paths = export_tflite_int8("runs/en-de-qat", "tflite/en-de")
+      >>> TFLiteTranslator(paths["model"], paths["vocabulary"]).translate(
+      ...     ["A dog runs."])
+
+    Args:
+      model_dir: a QAT model directory (`export.qat.qat_finetune`).
+      out_dir: directory to write to (created if missing).
+      max_source_length: int. Longest source, in subwords with the end token.
+
+    Returns:
+      `{"model": Path of model_int8.tflite, "vocabulary": Path of spm.model}`.
+
+    Raises:
+      ValueError: `model_dir` holds a float model.
+    """
+    import export.qat  # noqa: F401  (registers the gnmt_qat model type)
+
+    model, subwords, _ = model_dir_lib.load_model(model_dir)
+    if not is_qat_model(model):
+        raise ValueError(
+            f"{model_dir} is a float model: int8 needs a QAT model directory "
+            "(gnmt-tf export qat --model ... --out QAT_DIR)")
+    flatbuffer = convert_qat_int8(model, max_source_length)
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model_path = out_dir / INT8_FILE
+    model_path.write_bytes(flatbuffer)
+    vocabulary = out_dir / model_dir_lib.VOCAB_FILE
+    shutil.copyfile(subwords.model_path, vocabulary)
+    return {"model": model_path, "vocabulary": vocabulary}

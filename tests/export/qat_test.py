@@ -1,0 +1,184 @@
+"""Quantization-aware training (tfmot QuantizeConfigs, fake-quant layers) and
+int8 TFLite."""
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def qat_model(tiny_model_dir, toy_data_dir):
+    """The tiny float model restored into a `QATGNMT`, ranges calibrated."""
+    from export import quantization
+    from export.qat import load_qat_from_float, training_dataset
+    from gnmt_tf.config import TrainConfig
+
+    model, subwords, payload = load_qat_from_float(tiny_model_dir)
+    quantization.init_weight_ranges(model)
+    dataset = training_dataset(subwords, toy_data_dir, "en", "de",
+                               TrainConfig(max_tokens=256, max_length=32,
+                                           shuffle_buffer=64))
+    quantization.calibrate(model, (x for x, _ in dataset.take(5)))
+    return model
+
+
+@pytest.fixture(scope="session")
+def int8_model(tmp_path_factory, qat_model, tiny_model_dir):
+    """`(model_path, vocabulary_path)` of the QAT model as int8 TFLite."""
+    import shutil
+
+    from export.tflite_int8 import convert_qat_int8
+
+    out = tmp_path_factory.mktemp("int8")
+    model_path = out / "model_int8.tflite"
+    model_path.write_bytes(convert_qat_int8(qat_model, max_source_length=32))
+    shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
+    return model_path, out / "spm.model"
+
+
+def test_quantize_configs():
+    import tensorflow as tf
+    import tensorflow_model_optimization as tfmot
+
+    from export import quantization as q
+
+    quantizers = tfmot.quantization.keras.quantizers
+    lstm = q.LSTMQuantizeConfig()
+    assert isinstance(lstm, tfmot.quantization.keras.QuantizeConfig)
+    assert set(lstm.weight_quantizers()) == {"kernel", "recurrent_kernel"}
+    for quantizer in lstm.weight_quantizers().values():
+        assert isinstance(quantizer, quantizers.LastValueQuantizer)
+        assert quantizer.get_config()["symmetric"]
+        assert quantizer.get_config()["num_bits"] == 8
+    points = lstm.activation_quantizers()
+    assert set(points) == {"input", "projected", "recurrent", "output"}
+    assert isinstance(points["output"], quantizers.FixedQuantizer)
+    assert isinstance(points["input"], quantizers.MovingAverageQuantizer)
+
+    delta = tf.Variable(1.5)
+    cell = q.LSTMQuantizeConfig(delta).activation_quantizers()["cell"]
+    assert isinstance(cell, q.ClipRangeQuantizer)
+    out = cell(tf.constant([-3.0, 0.3, 3.0]), False, {})
+    assert out.numpy()[[0, 2]] == pytest.approx([-1.5, 1.5])
+
+    logits = q.OutputQuantizeConfig(25.0).activation_quantizers()["logits"]
+    assert logits.get_config() == {"clip": 25.0}
+    assert isinstance(q.OutputQuantizeConfig().activation_quantizers()[
+        "logits"], quantizers.MovingAverageQuantizer)
+    assert set(q.EmbeddingQuantizeConfig().weight_quantizers()) == {
+        "embeddings"}
+    assert set(q.AttentionQuantizeConfig().activation_quantizers()) == {
+        "memory", "hidden", "probabilities"}
+
+
+def test_qat_model_layers(qat_model, translator):
+    from export import quantization as q
+
+    layers = {type(layer).__name__ for layer in q.qat_layers(qat_model)}
+    assert layers == {"QATLSTM", "QATAdditiveAttention", "QATDense",
+                      "QATEmbedding", "OutputQuantizers"}
+    lstm = qat_model.encoder.forward_lstm
+    assert set(lstm.quantizers()) == {"kernel", "recurrent_kernel", "input",
+                                      "projected", "recurrent", "output"}
+    # The float weights restored under their float names.
+    float_model = translator.model
+    np.testing.assert_array_equal(
+        lstm.kernel.numpy(), float_model.encoder.forward_lstm.kernel.numpy())
+    names = {v.name.split("/", 1)[-1] for v in qat_model.variables}
+    assert {v.name.split("/", 1)[-1] for v in float_model.variables} <= names
+
+
+def test_qat_outputs_close_to_float(qat_model, translator, toy_data_dir,
+                                    tiny_model_dir):
+    import tensorflow as tf
+
+    from gnmt_tf.data.corpus import read_parallel
+    from gnmt_tf.text.subword import Subwords
+
+    src, tgt = read_parallel(toy_data_dir, "val", "en", "de")
+    subwords = Subwords(tiny_model_dir / "spm.model")
+    src_ids = [s + [3] for s in subwords.encode(src[:8])]
+    tgt_ids = [[2] + t for t in subwords.encode(tgt[:8])]
+    pad = lambda rows: tf.constant(  # noqa: E731
+        [r + [0] * (max(map(len, rows)) - len(r)) for r in rows], tf.int32)
+    features = {"source_ids": pad(src_ids), "target_in_ids": pad(tgt_ids)}
+    mask = features["target_in_ids"].numpy() != 0
+    p_float = tf.nn.softmax(translator.model(features)).numpy()[mask]
+    p_qat = tf.nn.softmax(qat_model(features)).numpy()[mask]
+    total_variation = 0.5 * np.abs(p_float - p_qat).sum(-1)
+    agree = (p_float.argmax(-1) == p_qat.argmax(-1)).mean()
+    print(f"mean TV {total_variation.mean():.4f}, argmax agreement {agree}")
+    assert total_variation.mean() < 0.05
+    assert agree >= 0.85
+    # step() is the same arithmetic as call() (decoding == training graph).
+    encoded = qat_model.encode(features["source_ids"])
+    log_probs, _, _ = qat_model.step(features["target_in_ids"][:, 0],
+                                     qat_model.initial_state(encoded))
+    np.testing.assert_allclose(
+        log_probs.numpy(),
+        tf.nn.log_softmax(qat_model(features)[:, 0]).numpy(), atol=1e-4)
+
+
+def test_int8_weights(int8_model):
+    from export.tflite_int8 import int8_report
+
+    report = int8_report(int8_model[0])
+    weights = [n for n in report["int8"]
+               if "LastValueQuant" in n or n.endswith("einsum/Einsum")]
+    # 4 encoder + 3 decoder LSTMs x (kernel, recurrent_kernel), attention
+    # query / memory / score, the embedding (lookup and softmax).
+    assert len(weights) >= 2 * 7 + 3 + 1
+    # A weight seen as float32 is a Dequantize output of its int8 copy, or
+    # the attention's memory projection in `encode` (a known float op, see
+    # export.tflite_int8).
+    float_weights = {n for n in report.get("float32", [])
+                     if "LastValueQuant" in n and not n.startswith("memory/")}
+    assert float_weights <= set(report["int8"])
+
+
+def test_int8_translates(int8_model, settings):
+    from export.tflite_translator import TFLiteTranslator
+
+    translator = TFLiteTranslator(*int8_model)
+    hyps = translator.translate_nbest(settings.sentences, beam_size=2)
+    texts = [h[0].text for h in hyps]
+    assert texts[3] == ""  # the blank input
+    assert any(texts[i] for i in (0, 1, 2, 4))
+    assert all(np.isfinite(h[0].score) for h in hyps)
+
+
+def test_int8_cli_float_model_is_usage_error(capsys, tiny_model_dir,
+                                             tmp_path):
+    from gnmt_tf.cli.main import main
+
+    code = main(["export", "tflite", "--int8", "--model", str(tiny_model_dir),
+                 "--out", str(tmp_path)])
+    assert code == 2
+    assert "QAT model directory" in capsys.readouterr().err
+
+
+def test_convert_qat_int8_rejects_float_model(translator):
+    from export.tflite_int8 import convert_qat_int8
+
+    with pytest.raises(ValueError, match="quantization-aware"):
+        convert_qat_int8(translator.model)
+
+
+@pytest.mark.slow
+def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
+                                   settings):
+    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.model_dir import read_config
+
+    qat_dir = tmp_path / "qat"
+    assert main(["export", "qat", "--model", str(tiny_model_dir),
+                 "--out", str(qat_dir), "--data-dir", str(toy_data_dir),
+                 "--steps", "20", "--calibration-batches", "3"]) == 0
+    assert read_config(qat_dir)["model_type"] == "gnmt_qat"
+    assert (qat_dir / "checkpoints").is_dir()
+    out = tmp_path / "tflite"
+    assert main(["export", "tflite", "--int8", "--model", str(qat_dir),
+                 "--out", str(out), "--max-source-length", "32"]) == 0
+    translator = TFLiteTranslator(out / "model_int8.tflite",
+                                  out / "spm.model")
+    assert len(translator.translate(settings.sentences, beam_size=2)) == 5

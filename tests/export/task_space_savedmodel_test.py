@@ -1,0 +1,408 @@
+"""SavedModel export of a task-space Transformer: signatures, parity with
+`TaskSpaceTranslator` in a fresh process, host-driven decoding, op allowlist,
+bad task inputs, warm-up, and the local server serving it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+BEAM_SIZE = 2
+# One request mixes two directions (and a blank row); per direction: source
+# language, target language, tags (as the signature takes them) and inputs.
+DIRECTIONS = [
+    ("en", "fr", "caption", ["a dog runs", "a big cat sleeps", "   "]),
+    ("de", "cs", "", ["ein roter Ball", "Mann schläft"]),
+]
+TASK_KEYS = ("src_lang", "tgt_lang", "tags")
+
+
+def _mixed_batch():
+    rows = [(text, src, tgt, tags) for src, tgt, tags, texts in DIRECTIONS
+            for text in texts]
+    return {key: [row[i] for row in rows]
+            for i, key in enumerate(("text",) + TASK_KEYS)}
+
+
+@pytest.fixture(scope="session")
+def ts_model_dir(multiway_dir, tmp_path_factory):
+    """A transformer_tiny trained 60 steps on two directions (enough for
+    non-empty, input-dependent output; at 30 steps everything is "")."""
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60)
+    train_config = apply_overrides(train_config, [
+        "train_steps=60", "checkpoint_every=60", "learning_rate=0.02",
+        "label_smoothing=0.0"])
+    path = tmp_path_factory.mktemp("ts_model")
+    train_task_space(path, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config, TaskSpaceOptions(validation_lines=0),
+                     log_every=1000)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ts_export_dir(ts_model_dir, tmp_path_factory):
+    """The model exported through `gnmt-tf export savedmodel` (beam 2, the
+    only one `translate_with_options` takes: each compiled beam size is
+    another search to trace, load and warm up). Of the three warm-up
+    sentences the last is too long for the model (16 subwords): left out."""
+    from gnmt_tf.cli.main import main
+
+    base = tmp_path_factory.mktemp("ts_exports")
+    warmup = base / "warmup.txt"
+    warmup.write_text("a dog runs in a park\na red ball\n"
+                      "a man in a blue shirt is standing on a ladder\n")
+    path = base / "ts" / "1"
+    code = main(["export", "savedmodel", "--model", str(ts_model_dir),
+                 "--out", str(path), "--beam-size", str(BEAM_SIZE),
+                 "--beam-sizes", str(BEAM_SIZE), "--warmup", str(warmup)])
+    assert code == 0
+    return path
+
+
+@pytest.fixture(scope="session")
+def ts_translator(ts_model_dir):
+    from task_space.translator import TaskSpaceTranslator
+
+    return TaskSpaceTranslator.from_model_dir(ts_model_dir)
+
+
+# Run in a fresh interpreter: only the SavedModel (and TF Text's ops).
+FRESH_PROCESS_SCRIPT = r"""
+import json, math, sys
+import gnmt_tf  # only sets TF_USE_LEGACY_KERAS / log level
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import op_def_registry
+
+args = json.loads(sys.argv[1])
+out = {"core_ops": sorted(op for op in args["ops"]
+                          if op_def_registry.get(op) is not None)}
+import tensorflow_text  # noqa: F401  (the model server links these ops in)
+
+loaded = tf.saved_model.load(args["export_dir"])
+sigs = loaded.signatures
+out["signatures"] = {
+    name: {"inputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in
+                      f.structured_input_signature[1].items()},
+           "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in
+                       f.structured_outputs.items()}}
+    for name, f in sigs.items()}
+batch = {k: tf.constant(v) for k, v in args["batch"].items()}
+
+def texts(result):
+    return {"translations": [t.decode("utf-8") for t in
+                             result["translations"].numpy()],
+            "scores": result["scores"].numpy().tolist()}
+
+out["serving_default"] = texts(sigs["serving_default"](**batch))
+options = dict(beam_size=tf.constant(args["beam_size"]),
+               length_penalty=tf.constant(1.0),
+               coverage_penalty=tf.constant(0.2))
+out["with_options"] = texts(sigs["translate_with_options"](**batch, **options))
+
+# Host-driven greedy search through encode + decode_step.
+meta, rows = args["metadata"], [i for i, t in enumerate(args["batch"]["text"])
+                                if t.strip()]
+sp = tensorflow_text.SentencepieceTokenizer(
+    tf.io.gfile.GFile(args["export_dir"] + "/assets/spm.model", "rb").read())
+tokens = [sp.tokenize(args["batch"]["text"][i]).numpy().tolist() + [
+    meta["eos_id"]] for i in rows]
+width = max(map(len, tokens))
+source_ids = tf.constant([t + [0] * (width - len(t)) for t in tokens],
+                         tf.int32)
+task = {k: tf.gather(batch[k], rows) for k in ("src_lang", "tgt_lang", "tags")}
+state = dict(sigs["encode"](source_ids=source_ids, **task))
+max_lengths = [min(math.ceil(2 * len(t)), meta["max_sequence_length"])
+               for t in tokens]
+ids = np.full([len(rows)], meta["bos_id"], np.int32)
+outputs, scores = [[] for _ in rows], [0.0] * len(rows)
+done = [False] * len(rows)
+for t in range(max(max_lengths)):
+    step = sigs["decode_step"](ids=tf.constant(ids), **state)
+    log_probs = step["log_probs"].numpy()
+    ids = log_probs.argmax(-1).astype(np.int32)
+    for r in range(len(rows)):
+        if not done[r]:
+            outputs[r].append(int(ids[r]))
+            scores[r] += float(log_probs[r, ids[r]])
+            done[r] = ids[r] == meta["eos_id"] or t + 1 >= max_lengths[r]
+    state.update({k: v for k, v in step.items()
+                  if k not in ("log_probs", "attention")})
+    if all(done):
+        break
+host = [sp.detokenize([i for i in o if i != meta["eos_id"]]).numpy().decode()
+        for o in outputs]
+out["host_greedy"] = {"rows": rows, "translations": host, "scores": scores}
+
+errors = {}
+def error(name, **changes):
+    request = dict(args["batch"], **changes)
+    try:
+        sigs["serving_default"](**{k: tf.constant(v) for k, v in
+                                   request.items()})
+        errors[name] = None
+    except tf.errors.InvalidArgumentError as e:
+        errors[name] = e.message
+n = len(args["batch"]["text"])
+error("src_lang", src_lang=["en"] * (n - 1) + ["xx"])
+error("tgt_lang", tgt_lang=["cs"] * n)
+error("tag", tags=["caption,bogus"] * n)
+error("same", tgt_lang=args["batch"]["src_lang"])
+error("sizes", tags=["caption"])
+error("utf8", text=[b"caf\xc3"] * n)
+out["errors"] = errors
+
+from tensorflow_serving.apis import prediction_log_pb2
+warmup = []
+for record in tf.data.TFRecordDataset(args["warmup_file"]):
+    log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+    request = log.predict_log.request
+    inputs = {k: tf.constant(tf.make_ndarray(v))
+              for k, v in request.inputs.items()}
+    result = sigs[request.model_spec.signature_name](**inputs)
+    warmup.append([request.model_spec.name, request.model_spec.signature_name,
+                   sorted(inputs), int(result["translations"].shape[0])])
+out["warmup"] = warmup
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="session")
+def ts_fresh(ts_export_dir):
+    """What a fresh Python process sees of the export (see the script)."""
+    from export.ops import list_ops, read_allowlist
+    from export.savedmodel import METADATA_FILE, WARMUP_FILE
+
+    extra = ts_export_dir / "assets.extra"
+    args = {"export_dir": str(ts_export_dir),
+            "ops": sorted(set(list_ops(ts_export_dir)) | set(read_allowlist())),
+            "batch": _mixed_batch(), "beam_size": BEAM_SIZE,
+            "metadata": json.loads((extra / METADATA_FILE).read_text()),
+            "warmup_file": str(extra / WARMUP_FILE)}
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS_SCRIPT, json.dumps(args)],
+        capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines()
+             if line.startswith("RESULT")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+def _expected(translator, **options):
+    """In-process translations and scores of the mixed batch, in its order."""
+    from gnmt_tf.translator import SearchOptions
+
+    texts, scores = [], []
+    for src, tgt, tags, sentences in DIRECTIONS:
+        for hyps in translator.translate_nbest(
+                sentences, src, tgt, tags, SearchOptions(**options)):
+            texts.append(hyps[0].text)
+            scores.append(hyps[0].score)
+    return texts, scores
+
+
+def test_metadata_and_layout(ts_export_dir, ts_model_dir):
+    from export.savedmodel import METADATA_FILE
+
+    assert ((ts_export_dir / "assets" / "spm.model").read_bytes()
+            == (ts_model_dir / "spm.model").read_bytes())
+    assert [p.name for p in ts_export_dir.parent.iterdir()] == ["1"]
+    metadata = json.loads(
+        (ts_export_dir / "assets.extra" / METADATA_FILE).read_text())
+    assert metadata["model_type"] == "task_space_transformer"
+    assert metadata["languages"] == ["en", "de", "fr", "cs"]
+    assert metadata["directions"] == "en-fr,de-cs"
+    assert metadata["beam_sizes"] == [BEAM_SIZE]
+    # The model's max_sequence_length caps the CLI's default limit of 250.
+    assert metadata["max_source_length"] == metadata["max_sequence_length"]
+    assert metadata["signatures"] == ["decode_step", "encode",
+                                      "serving_default",
+                                      "translate_with_options"]
+
+
+def test_signatures(ts_fresh):
+    sigs = ts_fresh["signatures"]
+    string = ["string", [None]]
+    request = {"text": string, "src_lang": string, "tgt_lang": string,
+               "tags": string}
+    assert sigs["serving_default"] == {
+        "inputs": request,
+        "outputs": {"translations": string, "scores": ["float32", [None]]}}
+    assert sigs["translate_with_options"]["inputs"] == dict(
+        request, beam_size=["int32", []], length_penalty=["float32", []],
+        coverage_penalty=["float32", []])
+    encode, step = sigs["encode"], sigs["decode_step"]
+    assert encode["inputs"] == {"source_ids": ["int32", [None, None]],
+                                "src_lang": string, "tgt_lang": string,
+                                "tags": string}
+    layers = {f"layer_{i}__{k}" for i in range(2)  # transformer_tiny
+              for k in ("self_key", "self_value", "cross_key", "cross_value")}
+    assert set(encode["outputs"]) == layers | {"time", "source_mask",
+                                               "decoder_task"}
+    assert step["inputs"] == dict(encode["outputs"], ids=["int32", [None]])
+    # The step returns what it changes: the position and the KV caches.
+    assert set(step["outputs"]) == {"log_probs", "attention", "time"} | {
+        name for name in layers if "self" in name}
+
+
+def test_serving_default_matches_translator(ts_fresh, ts_translator):
+    texts, scores = _expected(ts_translator, beam_size=BEAM_SIZE)
+    got = ts_fresh["serving_default"]
+    assert got["translations"] == texts
+    assert got["scores"] == pytest.approx(scores, abs=1e-4)
+    # The model says something, and the blank row stays blank.
+    blank = _mixed_batch()["text"].index("   ")
+    assert texts[blank] == "" and got["scores"][blank] == 0.0
+    assert all(t for i, t in enumerate(texts) if i != blank)
+
+
+def test_translate_with_options_matches_translator(ts_fresh, ts_translator):
+    texts, scores = _expected(ts_translator, beam_size=BEAM_SIZE,
+                              length_penalty=1.0, coverage_penalty=0.2)
+    assert ts_fresh["with_options"]["translations"] == texts
+    assert ts_fresh["with_options"]["scores"] == pytest.approx(scores,
+                                                               abs=1e-4)
+
+
+def test_host_loop_over_encode_and_decode_step_matches_greedy(
+        ts_fresh, ts_translator):
+    texts, scores = _expected(ts_translator, beam_size=1)
+    host = ts_fresh["host_greedy"]
+    assert host["translations"] == [texts[i] for i in host["rows"]]
+    assert host["scores"] == pytest.approx([scores[i] for i in host["rows"]],
+                                           abs=1e-4)
+
+
+def test_bad_task_inputs_are_invalid_argument(ts_fresh):
+    errors = ts_fresh["errors"]
+    assert "unknown src_lang" in errors["src_lang"]
+    assert "known languages are en, de, fr, cs" in errors["src_lang"]
+    assert "xx" in errors["src_lang"]
+    assert errors["tgt_lang"] is None  # zero-shot directions are allowed
+    assert "unknown scene tag" in errors["tag"] and "bogus" in errors["tag"]
+    assert "must differ" in errors["same"]
+    assert "one entry per row" in errors["sizes"]
+    assert errors["utf8"] is not None
+
+
+def test_ops_are_allowed_and_core(ts_export_dir, ts_fresh):
+    from export import ops
+
+    assert ops.disallowed_ops(ts_export_dir) == []
+    found = set(ops.list_ops(ts_export_dir))
+    lookup = {"HashTableV2", "LookupTableImportV2", "LookupTableFindV2"}
+    assert lookup <= found
+    # Everything but the SentencePiece ops is core TensorFlow.
+    allowlist = ops.read_allowlist()
+    assert (set(allowlist) - set(ops.tf_text_ops(allowlist))
+            <= set(ts_fresh["core_ops"]))
+
+
+def test_warmup_requests_replay(ts_fresh):
+    inputs = ["src_lang", "tags", "text", "tgt_lang"]
+    assert ts_fresh["warmup"] == [
+        ["ts", "serving_default", inputs, 2],
+        ["ts", "translate_with_options",
+         sorted(inputs + ["beam_size", "coverage_penalty", "length_penalty"]),
+         2]]
+
+
+def test_local_server_serves_it(ts_export_dir, ts_fresh):
+    import grpc
+    from tensorflow_serving.apis import predict_pb2
+    from tensorflow_serving.apis import prediction_service_pb2_grpc
+
+    from serving import tensor_codec
+    from serving.model_manager import ModelManager
+    from serving.server import ModelServer
+
+    server = ModelServer(ModelManager({"ts": str(ts_export_dir.parent)},
+                                      poll_interval_s=0.0), port=0)
+    server.start()
+    try:
+        def predict(batch):
+            request = predict_pb2.PredictRequest()
+            request.model_spec.name = "ts"
+            for key, values in batch.items():
+                request.inputs[key].CopyFrom(
+                    tensor_codec.string_tensor(values))
+            return stub.Predict(request, timeout=60)
+
+        with grpc.insecure_channel(server.target) as channel:
+            stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+            # The server rejects blank text itself; "" tags are fine.
+            batch = _mixed_batch()
+            keep = [i for i, t in enumerate(batch["text"]) if t.strip()]
+            batch = {k: [v[i] for i in keep] for k, v in batch.items()}
+            response = predict(batch)
+            got = tensor_codec.to_strings(response.outputs["translations"])
+            assert got == [ts_fresh["serving_default"]["translations"][i]
+                           for i in keep]
+            with pytest.raises(grpc.RpcError) as error:
+                predict(dict(batch, src_lang=["xx"] * len(keep)))
+            assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "unknown src_lang" in error.value.details()
+    finally:
+        server.stop(grace=2)
+
+
+@pytest.mark.slow
+def test_target_language_token_baseline(multiway_dir, tmp_path):
+    """The Johnson et al. baseline (no task space, `<2xx>` source token)
+    exports too: in-process parity, and the token counts toward the limit."""
+    import tensorflow as tf
+
+    from export.savedmodel import export_savedmodel
+    from gnmt_tf.config import apply_overrides
+    from gnmt_tf.translator import SearchOptions
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+    from task_space.translator import TaskSpaceTranslator
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60,
+                                        use_task_space=False)
+    train_config = apply_overrides(train_config, [
+        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
+    model_dir = tmp_path / "baseline"
+    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config,
+                     TaskSpaceOptions(validation_lines=0,
+                                      target_language_token=True),
+                     log_every=1000)
+    options = SearchOptions(beam_size=2)
+    path = export_savedmodel(model_dir, tmp_path / "exports" / "b" / "1",
+                             options, warmup_sentences=[], beam_sizes=())
+    serve = tf.saved_model.load(str(path)).signatures["serving_default"]
+    batch = _mixed_batch()
+    out = serve(**{k: tf.constant(v) for k, v in batch.items()})
+    translator = TaskSpaceTranslator.from_model_dir(model_dir)
+    assert translator.target_language_token
+    texts, scores = _expected(translator, beam_size=2)
+    assert [t.decode() for t in out["translations"].numpy()] == texts
+    assert out["scores"].numpy().tolist() == pytest.approx(scores, abs=1e-4)
+    # The limit counts subwords, not the <2xx> token, as in-process.
+    limit = translator.max_source_length
+    texts = {}
+    for n in range(1, 30):
+        for tail in ("", "d", "do", " dog"):
+            text = " ".join(["a"] * n) + tail
+            texts.setdefault(len(translator.subwords.encode([text])[0]), text)
+    translator.check_inputs([texts[limit]])
+    with pytest.raises(ValueError, match="limit is"):
+        translator.check_inputs([texts[limit + 1]])
+    task = dict(src_lang=tf.constant(["en"]), tgt_lang=tf.constant(["fr"]),
+                tags=tf.constant([""]))
+    serve(text=tf.constant([texts[limit]]), **task)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="too long"):
+        serve(text=tf.constant([texts[limit + 1]]), **task)
