@@ -153,16 +153,22 @@ class Translator:
         reach the model. Sentences are sorted by length and translated in
         batches of similar length; results come back in input order.
         """
+        return self._translate_in_batches(sentences, self.search_fn(options),
+                                          batch_size)
+
+    def _translate_in_batches(self, sentences, function, batch_size,
+                              extra_inputs=lambda n: ()):
+        """Validates, sorts by length, runs `function(strings, *extra_inputs(n))`
+        per batch of `n` and returns n-best lists in input order."""
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),
                        key=lambda i: lengths[i])
-        function = self.search_fn(options)
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             batch = np.array([sentences[i].encode("utf-8") for i in chunk], dtype=object)
-            out = function(tf.constant(batch))
+            out = function(tf.constant(batch), *extra_inputs(len(chunk)))
             texts, scores = out["translations"].numpy(), out["scores"].numpy()
             for row, i in enumerate(chunk):
                 results[i] = [Hypothesis(t.decode("utf-8"), float(s))

@@ -8,13 +8,11 @@ language and a set of scene tags, and the search sizes the decoder's KV
 cache to the longest output it allows.
 """
 
-import numpy as np
-
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from gnmt_tf.translator import Hypothesis, SearchOptions, Translator
+from gnmt_tf.translator import SearchOptions, Translator
 from task_space import data as data_lib
 from task_space import registry  # noqa: F401  (registers the model type)
 
@@ -141,25 +139,10 @@ class TaskSpaceTranslator(Translator):
         """
         src_id, tgt_id, tag_vector = self.task_inputs(src_lang, tgt_lang,
                                                       tags)
-        sentences = list(sentences)
-        lengths = self.check_inputs(sentences)
-        results = [[Hypothesis("", 0.0)] for _ in sentences]
-        order = sorted((i for i, s in enumerate(sentences) if s.strip()),
-                       key=lambda i: lengths[i])
-        function = self.search_fn(options)
-        for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            n = len(chunk)
-            batch = np.array([sentences[i].encode("utf-8") for i in chunk],
-                             dtype=object)
-            out = function(tf.constant(batch),
-                           tf.fill([n], src_id), tf.fill([n], tgt_id),
-                           tf.constant([tag_vector] * n, tf.int32))
-            texts, scores = out["translations"].numpy(), out["scores"].numpy()
-            for row, i in enumerate(chunk):
-                results[i] = [Hypothesis(t.decode("utf-8"), float(s))
-                              for t, s in zip(texts[row], scores[row])]
-        return results
+        return self._translate_in_batches(
+            sentences, self.search_fn(options), batch_size,
+            lambda n: (tf.fill([n], src_id), tf.fill([n], tgt_id),
+                       tf.constant([tag_vector] * n, tf.int32)))
 
     def translate(self, sentences, src_lang, tgt_lang, tags=(),
                   options=SearchOptions(), batch_size=32):
