@@ -35,7 +35,7 @@ import tf_keras as keras
 from export import quantization
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import GNMTConfig, TrainConfig, from_dict
-from gnmt_tf.layers.gnmt_encoder import GNMTEncoder, clip_residual
+from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
 from gnmt_tf.models.gnmt import GNMT
 
 MODEL_TYPE = "gnmt_qat"
@@ -117,20 +117,8 @@ class QATGNMTEncoder(GNMTEncoder):
     """`GNMTEncoder` whose two sequence reversals are int8-friendly Gathers
     (same results)."""
 
-    def call(self, embedded, lengths, training=False):
-        x = self.dropout_layer(embedded, training=training)
-        forward = self.forward_lstm(x)
-        backward = reverse_sequence(
-            self.backward_lstm(reverse_sequence(x, lengths)), lengths)
-        x = tf.concat([forward, backward], axis=-1)  # [B, S, 2H]
-        if self.num_layers == 1:
-            return 0.5 * (forward + backward)
-        for index, lstm in enumerate(self.upper_lstms, start=2):
-            out = lstm(self.dropout_layer(x, training=training))
-            if index >= self.residual_start:
-                out = clip_residual(out + x, self.cell_clip)
-            x = out
-        return x
+    def reverse(self, x, lengths):
+        return reverse_sequence(x, lengths)
 
 
 class OutputQuantizers(quantization.FakeQuantMixin, keras.layers.Layer):

@@ -47,17 +47,19 @@ class GNMTEncoder(keras.layers.Layer):
                             for i in range(2, num_layers + 1)]
         self.dropout_layer = keras.layers.Dropout(dropout)
 
+    def reverse(self, x, lengths):
+        """Reverses the first `lengths[b]` steps of each row of `x [B, S, D]`."""
+        return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+
     def call(self, embedded, lengths, training=False):
         x = self.dropout_layer(embedded, training=training)
         forward = self.forward_lstm(x)
-        reversed_x = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
-        backward = tf.reverse_sequence(
-            self.backward_lstm(reversed_x), lengths, seq_axis=1, batch_axis=0)
-        x = tf.concat([forward, backward], axis=-1)  # [B, S, 2H]
+        backward = self.reverse(self.backward_lstm(self.reverse(x, lengths)), lengths)
         if self.num_layers == 1:
-            # One layer: project the two directions down to hidden_dim by
-            # averaging, so the decoder always sees hidden_dim features.
+            # One layer: average the two directions, so the decoder always
+            # sees hidden_dim features.
             return 0.5 * (forward + backward)
+        x = tf.concat([forward, backward], axis=-1)  # [B, S, 2H]
         for index, lstm in enumerate(self.upper_lstms, start=2):
             out = lstm(self.dropout_layer(x, training=training))
             if index >= self.residual_start:
