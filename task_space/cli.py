@@ -27,7 +27,6 @@ Examples:
 """
 
 import os
-import sys
 
 from task_space.registry import is_task_space_model_dir  # noqa: F401
 from task_space.registry import MODEL_TYPE  # noqa: F401
@@ -196,7 +195,8 @@ def translate_from_args(args):
         ValueError: missing or unknown language, unknown tag (before the
             model is loaded).
     """
-    from gnmt_tf.cli.translate import read_input, search_options, write_output
+    from gnmt_tf.cli.translate import (
+        note_empty_lines, read_input, search_options, write_results)
     from task_space.data import parse_tags
     from task_space.training import read_task_space_config
 
@@ -219,18 +219,10 @@ def translate_from_args(args):
     from task_space.translator import TaskSpaceTranslator
 
     translator = TaskSpaceTranslator.from_model_dir(args.model)
-    empty = sum(1 for s in sentences if not s.strip())
-    if empty:
-        print(f"note: {empty} empty input line(s) give empty output lines",
-              file=sys.stderr)
+    note_empty_lines(sentences)
     results = translator.translate_nbest(sentences, src_lang, tgt_lang, tags,
                                          options, args.batch_size)
-    if options.num_hypotheses == 1:
-        lines = [hyps[0].text for hyps in results]
-    else:
-        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
-                 for i, hyps in enumerate(results) for h in hyps]
-    write_output(lines, args.output)
+    write_results(results, options, args.output)
     return 0
 
 

@@ -57,6 +57,25 @@ def read_input(path):
     return decode_lines(sys.stdin.buffer.read(), "<stdin>")
 
 
+def note_empty_lines(sentences):
+    """Tells on stderr how many inputs are blank (they give blank outputs)."""
+    empty = sum(1 for s in sentences if not s.strip())
+    if empty:
+        print(f"note: {empty} empty input line(s) give empty output lines",
+              file=sys.stderr)
+
+
+def write_results(results, options, path):
+    """Writes the best translation per input, or `i ||| text ||| score`
+    n-best lines when `options.num_hypotheses > 1`."""
+    if options.num_hypotheses == 1:
+        lines = [hyps[0].text for hyps in results]
+    else:
+        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
+                 for i, hyps in enumerate(results) for h in hyps]
+    write_output(lines, path)
+
+
 def write_output(lines, path):
     text = "".join(line + "\n" for line in lines)
     if path:
@@ -104,15 +123,7 @@ def run(args):
 
     model, subwords, _ = load_model(args.model)
     translator = Translator(model, subwords)
-    empty = sum(1 for s in sentences if not s.strip())
-    if empty:
-        print(f"note: {empty} empty input line(s) give empty output lines",
-              file=sys.stderr)
+    note_empty_lines(sentences)
     results = translator.translate_nbest(sentences, options, args.batch_size)
-    if options.num_hypotheses == 1:
-        lines = [hyps[0].text for hyps in results]
-    else:
-        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
-                 for i, hyps in enumerate(results) for h in hyps]
-    write_output(lines, args.output)
+    write_results(results, options, args.output)
     return 0
