@@ -26,8 +26,9 @@ setup(
     package_data={"export": ["allowed_ops.txt"]},
     install_requires=_requirements(),
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
-    # reference of the task-space benchmark and its converter test.
+    # reference of the task-space benchmark and its converter test;
+    # matplotlib draws the benchmark plots.
     extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
-                            "ctranslate2==4.8.5"]},
+                            "ctranslate2==4.8.5", "matplotlib>=3.8"]},
     entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
 )

@@ -6,7 +6,9 @@ Works unchanged against `tensorflow_model_server` and against our local server
 it does not import TensorFlow (see `serving.protos`).
 
 The served signature maps `text` (`DT_STRING [None]`) to `translations`
-(`DT_STRING [None]`) and optionally `scores` (`DT_FLOAT [None]`).
+(`DT_STRING [None]`) and optionally `scores` (`DT_FLOAT [None]`). Task-space
+exports also take `src_lang`, `tgt_lang` and `tags` (`DT_STRING [None]`, one
+entry per row): give them as `task_inputs` and every request carries them.
 
 Example:
 
@@ -24,7 +26,7 @@ fail.
 import dataclasses
 import random
 import time
-from typing import List, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 import grpc
 
@@ -102,6 +104,9 @@ class TranslationClient:
       max_backoff_s: float. Cap on the retry delay.
       max_message_bytes: int. gRPC send/receive limit of the channel.
       channel: an existing `grpc.Channel` to use instead of opening one.
+      task_inputs: `{input key: str}` sent with every sentence as extra
+        string inputs, e.g. `{"src_lang": "en", "tgt_lang": "fr",
+        "tags": "caption"}` for a task-space export (`tags` may be "").
     """
 
     def __init__(self, target: str, model_name: str,
@@ -113,11 +118,17 @@ class TranslationClient:
                  batch_unit: str = "chars", max_in_flight: int = 4,
                  backoff_s: float = 0.1, max_backoff_s: float = 5.0,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 channel: Optional[grpc.Channel] = None):
+                 channel: Optional[grpc.Channel] = None,
+                 task_inputs: Optional[Mapping[str, str]] = None):
         if timeout <= 0 or max_retries < 0 or max_in_flight < 1:
             raise ValueError("need timeout > 0, max_retries >= 0, "
                              "max_in_flight >= 1")
         request_batching.length_in(batch_unit)  # validates the unit
+        self.task_inputs = dict(task_inputs or {})
+        for key, value in self.task_inputs.items():
+            if key == input_key or not isinstance(value, str):
+                raise ValueError(f"task input {key!r} must be a str input "
+                                 f"other than {input_key!r}; got {value!r}")
         self.target = target
         self.model_name = model_name
         self.signature = signature
@@ -190,6 +201,9 @@ class TranslationClient:
         self._model_spec(request.model_spec)
         request.inputs[self.input_key].CopyFrom(
             tensor_codec.string_tensor(list(sentences)))
+        for key, value in self.task_inputs.items():
+            request.inputs[key].CopyFrom(
+                tensor_codec.string_tensor([value] * len(sentences)))
         response = self._call(self._predict.Predict, request)
         if self.output_key not in response.outputs:
             raise TranslationError(

@@ -86,13 +86,29 @@ def write_output(lines, path):
         sys.stdout.flush()
 
 
+def served_task_inputs(args):
+    """`src_lang` / `tgt_lang` / `tags` request inputs for a task-space
+    export, from the flags given (none for a GNMT export)."""
+    inputs = {key: getattr(args, key, None)
+              for key in ("src_lang", "tgt_lang", "tags")}
+    if not any(inputs.values()):
+        return None
+    if not (inputs["src_lang"] and inputs["tgt_lang"]):
+        raise ValueError("a task-space server needs both --src-lang and "
+                         "--tgt-lang")
+    inputs["tags"] = inputs["tags"] or ""
+    return inputs
+
+
 def _translate_through_server(args):
     """Translates via gRPC; failed lines come out empty and are listed on
     stderr (exit code 1), the others are kept."""
     from serving.client import PartialTranslationError, translate_lines
 
     try:
-        lines = translate_lines(args.server, args.model_name, read_input(args.input))
+        lines = translate_lines(args.server, args.model_name,
+                                read_input(args.input),
+                                task_inputs=served_task_inputs(args))
         status = 0
     except PartialTranslationError as e:
         lines, status = [], 1

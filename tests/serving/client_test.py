@@ -141,3 +141,66 @@ def test_unreachable_server_fails_fast():
         with pytest.raises(TranslationError) as info:
             client.predict(["a"])
     assert info.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.fixture(scope="module")
+def task_server(start_server, tmp_path_factory):
+    """"task": a SavedModel with the task-space inputs that answers
+    `"<src_lang>-<tgt_lang>[<tags>] <TEXT>"`."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec([None], tf.string)
+
+    class Task(tf.Module):
+        @tf.function(input_signature=[spec, spec, spec, spec])
+        def serve(self, text, src_lang, tgt_lang, tags):
+            return {"translations": tf.strings.join(
+                [src_lang, "-", tgt_lang, "[", tags, "] ",
+                 tf.strings.upper(text)])}
+
+    base = tmp_path_factory.mktemp("task_models") / "task"
+    module = Task()
+    tf.saved_model.save(module, str(base / "1"),
+                        signatures={"serving_default": module.serve.
+                                    get_concrete_function()})
+    return start_server({"task": str(base)})
+
+
+def test_task_inputs_go_with_every_request(task_server):
+    sentences = ["a dog", "", "a cat", "a dog", "x"]
+    task = {"src_lang": "en", "tgt_lang": "fr", "tags": "caption"}
+    with TranslationClient(task_server.target, "task", task_inputs=task,
+                           max_batch_sentences=2) as client:
+        assert client.translate(sentences) == [
+            "en-fr[caption] A DOG", "", "en-fr[caption] A CAT",
+            "en-fr[caption] A DOG", "en-fr[caption] X"]
+    with TranslationClient(task_server.target, "task") as client:
+        with pytest.raises(PartialTranslationError) as info:
+            client.translate(["a dog"])  # the task inputs are missing
+    assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_bad_task_inputs_are_rejected_before_sending():
+    with pytest.raises(ValueError, match="text"):
+        TranslationClient("127.0.0.1:1", "m", task_inputs={"text": "x"})
+    with pytest.raises(ValueError, match="tags"):
+        TranslationClient("127.0.0.1:1", "m", task_inputs={"tags": None})
+
+
+def test_translate_cli_sends_task_flags(task_server, tmp_path):
+    import argparse
+
+    from gnmt_tf.cli.translate import _translate_through_server
+
+    source = tmp_path / "in.txt"
+    source.write_text("a dog\n\nDe rien\n", encoding="utf-8")
+    args = argparse.Namespace(
+        server=task_server.target, model_name="task", input=str(source),
+        output=str(tmp_path / "out.txt"), src_lang="fr", tgt_lang="en",
+        tags=None)
+    assert _translate_through_server(args) == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() \
+        == ["fr-en[] A DOG", "", "fr-en[] DE RIEN"]
+    args.tgt_lang = None
+    with pytest.raises(ValueError, match="--tgt-lang"):
+        _translate_through_server(args)
