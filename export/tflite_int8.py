@@ -17,11 +17,11 @@ flatbuffer; `int8_report` lists a model's tensor types):
 - Weights are stored int8 with one scale per tensor, as trained: LSTM
   `kernel` / `recurrent_kernel`, the attention's query and score
   projections, the embedding table, which is also the tied softmax
-  projection. The table is stored twice (TFLite gives the Gather table an
-  asymmetric scale and the FullyConnected weights a symmetric one, so the
-  bytes differ; `dedupe_buffers` shares what is identical, e.g. `encode`'s
-  copy). gnmt_small (3+3 x 256, 8k vocabulary): 8.8 MB against 25.5 MB for
-  float32 TFLite.
+  projection. The table is stored once, on the grid QAT trained
+  (`export.tflite_tied_table.share_tied_table` undoes the converter's
+  re-quantized copies; `dedupe_buffers` shares any other identical
+  constants). gnmt_small (3+3 x 256, 8k vocabulary): 6.7 MB against
+  25.5 MB for float32 TFLite.
 - `decode_step` runs int8: the embedding Gather, every LSTM's input and
   recurrent FullyConnected, the attention's query / memory-key sum, tanh
   hidden layer, score FullyConnected, masking Select, Softmax and context
@@ -55,6 +55,7 @@ import numpy as np
 import tensorflow as tf
 
 from export.tflite import DEFAULT_MAX_SOURCE_LENGTH, SIGNATURE_KEYS, StepModule
+from export.tflite_tied_table import share_tied_table
 from gnmt_tf import model_dir as model_dir_lib
 
 INT8_FILE = "model_int8.tflite"
@@ -108,12 +109,15 @@ def is_qat_model(model):
     return bool(qat_layers(model))
 
 
-def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
+                     share_table=True):
     """Converts a QAT model's `encode` / `decode_step` to int8 TFLite.
 
     Args:
       model: an `export.qat.QATGNMT` with trained (or calibrated) ranges.
       max_source_length: int. `decode_step`'s fixed memory length.
+      share_table: bool. Store a tied embedding table once
+        (`export.tflite_tied_table`); False keeps the converter's copies.
 
     Returns:
       The flatbuffer as `bytes`.
@@ -131,7 +135,11 @@ def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
         # Per-tensor scales, as trained (per-channel would re-quantize the
         # FullyConnected weights and store the tied embedding once more).
         converter._experimental_disable_per_channel = True
-        return dedupe_buffers(converter.convert())
+        flatbuffer = converter.convert()
+    if share_table and model.config.tie_embeddings:
+        flatbuffer = share_tied_table(
+            flatbuffer, (model.config.vocabulary_size, model.config.hidden_dim))
+    return dedupe_buffers(flatbuffer)
 
 
 def int8_report(model_path):

@@ -182,3 +182,50 @@ def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
     translator = TFLiteTranslator(out / "model_int8.tflite",
                                   out / "spm.model")
     assert len(translator.translate(settings.sentences, beam_size=2)) == 5
+
+
+def _table_buffers(flatbuffer, shape):
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
+    return [(t.buffer, tuple(t.quantization.scale))
+            for g in model.subgraphs for t in g.tensors
+            if t.type == 9 and list(t.shape) == list(shape)
+            and model.buffers[t.buffer].data is not None]
+
+
+def test_tied_table_is_stored_once(qat_model, tmp_path):
+    from export.tflite_int8 import convert_qat_int8
+    from export.tflite_translator import _interpreter_class
+
+    config = qat_model.config
+    shape = (config.vocabulary_size, config.hidden_dim)
+    copies = convert_qat_int8(qat_model, 32, share_table=False)
+    shared = convert_qat_int8(qat_model, 32)
+    assert len({b for b, _ in _table_buffers(copies, shape)}) >= 2
+    tables = _table_buffers(shared, shape)
+    assert len(tables) >= 3  # encode's Gather, decode_step's Gather and FC
+    assert len({b for b, _ in tables}) == 1
+    assert len({scale for _, scale in tables}) == 1
+    assert len(shared) < len(copies)
+
+    # Same decode_step outputs up to int8 rounding on both sides.
+    rng = np.random.default_rng(0)
+    outputs = []
+    for flatbuffer in (copies, shared):
+        path = tmp_path / f"m{len(outputs)}.tflite"
+        path.write_bytes(flatbuffer)
+        runner = _interpreter_class()(model_path=str(path)).get_signature_runner(
+            "decode_step")
+        inputs = {}
+        for name, detail in runner.get_input_details().items():
+            shape_ = [2 if d < 0 else d for d in detail["shape"]]
+            if detail["dtype"] == np.int32:
+                inputs[name] = rng.integers(4, shape[0], shape_).astype(np.int32)
+            elif detail["dtype"] == np.bool_:
+                inputs[name] = np.ones(shape_, bool)
+            else:
+                inputs[name] = rng.normal(0, 0.3, shape_).astype(detail["dtype"])
+        rng = np.random.default_rng(0)
+        outputs.append(runner(**inputs)["log_probs"])
+    np.testing.assert_allclose(np.exp(outputs[0]), np.exp(outputs[1]), atol=0.05)

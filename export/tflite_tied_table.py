@@ -1,0 +1,163 @@
+"""One int8 copy of a tied embedding table in a converted TFLite model.
+
+GNMT ties the embedding table to the softmax projection, and QAT trains the
+table on one symmetric int8 grid (`export.quantization.weight_quantizer`:
+scale `max|w| / 127`, zero point 0). The TF 2.21 converter still writes the
+table three times: `encode`'s Gather table on the trained grid, and in
+`decode_step` a Gather table re-quantized asymmetrically from the data plus
+FullyConnected weights re-quantized per channel. For gnmt_small that is
+3 x 2 MB of a 10.7 MB file. No converter option shares them (per-channel can
+be disabled only for the other weights), so `share_tied_table` rewrites
+the flatbuffer: every copy points at the trained-grid buffer with its
+per-tensor scale, and the int32 biases that depend on the changed scales are
+re-scaled. Gather copies int8 bytes unchanged, so its output takes the
+table's scale too; the rewrite only touches Gathers whose output feeds
+FullyConnected or Quantize ops, which read their input scale at run time,
+and leaves the model unchanged otherwise.
+
+The result runs the table on exactly the grid QAT trained, where the
+converter's re-quantizations each added rounding error.
+"""
+
+import numpy as np
+
+INT8 = 9  # tflite TensorType.INT8
+INT32 = 2  # tflite TensorType.INT32
+
+
+def _op_names():
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    return {v: k for k, v in vars(schema.BuiltinOperator).items()
+            if not k.startswith("_")}
+
+
+def _constant_data(model, tensor):
+    data = model.buffers[tensor.buffer].data
+    return None if data is None or len(data) == 0 else data
+
+
+def _is_per_tensor_symmetric(tensor):
+    q = tensor.quantization
+    return (q is not None and q.scale is not None and len(q.scale) == 1
+            and not np.any(q.zeroPoint))
+
+
+def _set_quantization(tensor, scale):
+    tensor.quantization.scale = np.asarray([scale], np.float32)
+    tensor.quantization.zeroPoint = np.asarray([0], np.int64)
+    tensor.quantization.quantizedDimension = 0
+    tensor.quantization.min = tensor.quantization.max = None
+
+
+def _rescale_bias(model, subgraph, index, factors):
+    """Multiplies int32 bias tensor `index` by `factors` (scalar or per
+    channel) into a new buffer, so a shared bias buffer stays intact."""
+    from tensorflow.lite.python import schema_py_generated as schema
+
+    bias = subgraph.tensors[index]
+    values = np.frombuffer(bytes(_constant_data(model, bias)), np.int32)
+    scaled = np.round(values * np.asarray(factors, np.float64))
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(
+        np.clip(scaled, -2**31, 2**31 - 1).astype(np.int32).tobytes(),
+        np.uint8)
+    model.buffers.append(buffer)
+    bias.buffer = len(model.buffers) - 1
+    bias.quantization.scale = (np.asarray(bias.quantization.scale, np.float64)
+                               / np.asarray(factors, np.float64)
+                               ).astype(np.float32)
+
+
+def _drop_unused_buffers(model):
+    used = {t.buffer for g in model.subgraphs for t in g.tensors}
+    for index, buffer in enumerate(model.buffers):
+        if index not in used:
+            buffer.data = None
+
+
+def _plan(model, shape, names):
+    """`(canonical tensor, [(subgraph, tensor index)] to rewrite)` for the
+    int8 constant tensors of `shape`, or None if one use is not understood."""
+    canonical, copies = None, []
+    for subgraph in model.subgraphs:
+        for index, tensor in enumerate(subgraph.tensors):
+            if (tensor.type != INT8 or list(tensor.shape) != list(shape)
+                    or _constant_data(model, tensor) is None):
+                continue
+            if canonical is None and _is_per_tensor_symmetric(tensor):
+                canonical = tensor
+            else:
+                copies.append((subgraph, index))
+    if canonical is None:
+        return None
+    for subgraph, index in copies:
+        for op in subgraph.operators:
+            if index not in op.inputs:
+                continue
+            name = names[_builtin(model, op)]
+            if name == "FULLY_CONNECTED" and list(op.inputs).index(index) == 1:
+                continue
+            if name == "GATHER" and list(op.inputs).index(index) == 0 and all(
+                    names[_builtin(model, c)] in ("FULLY_CONNECTED",
+                                                  "QUANTIZE")
+                    and list(c.inputs).index(op.outputs[0]) == 0
+                    for c in subgraph.operators if op.outputs[0] in c.inputs):
+                continue
+            return None
+    return canonical, copies
+
+
+def _builtin(model, op):
+    code = model.operatorCodes[op.opcodeIndex]
+    return max(code.builtinCode, code.deprecatedBuiltinCode)
+
+
+def share_tied_table(flatbuffer, shape):
+    """Points every int8 constant of `shape` (the tied table `[V, d]`) at
+    one buffer on the trained per-tensor grid (see the module docstring).
+
+    Args:
+        flatbuffer: a converted int8 TFLite model as `bytes`.
+        shape: the table's shape, `(vocabulary_size, hidden_dim)`.
+
+    Returns:
+        The rewritten model as `bytes`; `flatbuffer` unchanged if there is
+        no per-tensor symmetric copy to share or a copy has a use other than
+        the ones described above.
+    """
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
+    names = _op_names()
+    plan = _plan(model, shape, names)
+    if plan is None:
+        return flatbuffer
+    canonical, copies = plan
+    scale = float(canonical.quantization.scale[0])
+    for subgraph, index in copies:
+        tensor = subgraph.tensors[index]
+        old_scales = np.asarray(tensor.quantization.scale, np.float64)
+        for op in list(subgraph.operators):
+            if index not in op.inputs:
+                continue
+            name = names[_builtin(model, op)]
+            if name == "FULLY_CONNECTED":
+                if len(op.inputs) > 2 and op.inputs[2] >= 0:
+                    # bias scale = input scale * weight scale (per channel)
+                    _rescale_bias(model, subgraph, op.inputs[2],
+                                  old_scales / scale)
+                continue
+            output = subgraph.tensors[op.outputs[0]]  # GATHER
+            _set_quantization(output, scale)
+            for consumer in subgraph.operators:
+                if (op.outputs[0] in consumer.inputs
+                        and names[_builtin(model, consumer)]
+                        == "FULLY_CONNECTED" and len(consumer.inputs) > 2
+                        and consumer.inputs[2] >= 0):
+                    _rescale_bias(model, subgraph, consumer.inputs[2],
+                                  float(old_scales[0]) / scale)
+        _set_quantization(tensor, scale)
+        tensor.buffer = canonical.buffer
+    _drop_unused_buffers(model)
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
