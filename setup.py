@@ -27,8 +27,10 @@ setup(
     install_requires=_requirements(),
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
     # reference of the task-space benchmark and its converter test;
-    # matplotlib draws the benchmark plots.
+    # matplotlib draws the benchmark plots; tf2onnx + onnxruntime make and
+    # check `gnmt-tf export onnx`.
     extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
-                            "ctranslate2==4.8.5", "matplotlib>=3.8"]},
+                            "ctranslate2==4.8.5", "matplotlib>=3.8",
+                            "tf2onnx==1.17.0", "onnxruntime==1.32.0"]},
     entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
 )

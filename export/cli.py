@@ -9,8 +9,11 @@ Actions:
   (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
 - ``qat``: quantization-aware fine-tuning of a float GNMT model directory
   into a QAT model directory (`export.qat.qat_finetune`).
-- ``tensorrt``, ``onnx``: not available in this build; they explain what is
-  missing and exit with code 2.
+- ``tensorrt``: TF-TRT conversion of an exported SavedModel
+  (`export.tensorrt`); without a GPU and TensorRT it says what is missing
+  and exits with code 2.
+- ``onnx``: `encode.onnx` + `decode_step.onnx` through tf2onnx
+  (`export.onnx_export`), for `trtexec` and ONNX Runtime.
 
 Like every `gnmt-tf` subcommand module this one imports no TensorFlow until an
 action runs.
@@ -99,33 +102,28 @@ def register(subparsers):
     qat.add_argument("--calibration-batches", type=int, default=20,
                      help="batches that set the initial activation ranges")
 
-    for name, what in (("tensorrt", "TF-TRT optimised SavedModel (needs a GPU)"),
-                       ("onnx", "ONNX model (needs tf2onnx)")):
-        action = actions.add_parser(name, help=what)
-        action.add_argument("--model", help="trained model or SavedModel directory")
-        action.add_argument("--out", help="output directory")
+    tensorrt = actions.add_parser(
+        "tensorrt", help="TF-TRT optimised SavedModel (needs a GPU and "
+                         "TensorRT)")
+    tensorrt.add_argument("--model", required=True,
+                          help="SavedModel version directory "
+                               "(gnmt-tf export savedmodel)")
+    tensorrt.add_argument("--out", required=True,
+                          help="directory for the converted SavedModel")
+    tensorrt.add_argument("--precision", default="FP16",
+                          choices=["FP32", "FP16", "INT8"])
+    tensorrt.add_argument("--calibration",
+                          help="source sentences (one a line) for INT8")
+
+    onnx = actions.add_parser(
+        "onnx", help="encode.onnx + decode_step.onnx (tf2onnx) for trtexec "
+                     "/ ONNX Runtime")
+    onnx.add_argument("--model", required=True,
+                      help="trained GNMT (or QAT) model directory")
+    onnx.add_argument("--out", required=True, help="output directory")
+    onnx.add_argument("--opset", type=int, default=17)
 
     parser.set_defaults(func=run)
-
-
-def _tensorrt_problem():
-    """Why TF-TRT cannot run here, or None if it could."""
-    import tensorflow as tf
-
-    if not tf.config.list_physical_devices("GPU"):
-        return ("TF-TRT needs a GPU and TensorRT; TensorFlow sees no GPU "
-                "on this machine")
-    try:
-        from tensorflow.python.compiler.tensorrt import trt_convert
-    except ImportError as e:
-        return f"TF-TRT needs TensorRT; tensorflow.python.compiler.tensorrt: {e}"
-    try:
-        enabled = trt_convert._pywrap_py_utils.is_tensorrt_enabled()
-    except Exception as e:  # noqa: BLE001 (any failure means: unavailable)
-        return f"TensorRT is not usable: {type(e).__name__}: {e}"
-    if not enabled:
-        return "TF-TRT needs TensorRT; this TensorFlow build has none linked"
-    return None
 
 
 def _tflite_int8(args):
@@ -186,18 +184,30 @@ def run(args) -> int:
         print(f"wrote QAT model directory {args.out}", file=sys.stderr)
         return 0
     if args.action == "tensorrt":
-        problem = _tensorrt_problem()
-        if problem is None:
-            problem = "TF-TRT conversion is not implemented yet"
-        print(f"gnmt-tf export tensorrt: {problem}", file=sys.stderr)
-        return 2
+        from export.tensorrt import convert_tensorrt, tensorrt_problem
+
+        problem = tensorrt_problem()
+        if problem:
+            print(f"gnmt-tf export tensorrt: {problem}", file=sys.stderr)
+            return 2
+        sentences = ()
+        if args.calibration:
+            from gnmt_tf.data.corpus import read_lines
+
+            sentences = read_lines(args.calibration)
+        convert_tensorrt(args.model, args.out, args.precision, sentences)
+        print(f"wrote TF-TRT SavedModel {args.out}", file=sys.stderr)
+        return 0
     if args.action == "onnx":
         import importlib.util
 
         if importlib.util.find_spec("tf2onnx") is None:
-            problem = "tf2onnx is not installed (pip install tf2onnx)"
-        else:
-            problem = "ONNX conversion is not implemented yet"
-        print(f"gnmt-tf export onnx: {problem}", file=sys.stderr)
-        return 2
+            print("gnmt-tf export onnx: tf2onnx is not installed "
+                  "(pip install tf2onnx)", file=sys.stderr)
+            return 2
+        from export.onnx_export import export_onnx
+
+        for path in export_onnx(args.model, args.out, args.opset).values():
+            print(f"wrote {path}", file=sys.stderr)
+        return 0
     raise ValueError(f"unknown export action {args.action!r}")

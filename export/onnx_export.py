@@ -1,0 +1,107 @@
+"""ONNX export (tf2onnx) of a GNMT model's `encode` and `decode_step`.
+
+For TensorRT's `trtexec` and ONNX Runtime: as with TFLite, the search runs
+on the host and the model gives two graphs, `encode.onnx` and
+`decode_step.onnx`, with the inputs and outputs of the SavedModel's
+`encode` / `decode_step` signatures (`export.savedmodel`). Two differences:
+
+- An ONNX graph cannot have an output named like an input, so
+  `decode_step`'s new state comes out as `next_<name>` (`next_h_0`, ...);
+  feed it back as `<name>`.
+- Shapes stay dynamic (batch, source length): ONNX has `Loop` for the
+  encoder's `tf.scan`, so nothing is fixed as it is for TFLite.
+
+Tokenisation (SentencePiece) and the beam search are not in these graphs;
+`spm.model` is copied next to them. A QAT model directory exports its
+fake-quant ops as QuantizeLinear/DequantizeLinear pairs, the explicit int8
+form TensorRT builds int8 engines from.
+
+Example:
+```python
+paths = export_onnx("runs/en-de", "onnx/en-de")
+import onnxruntime
+encode = onnxruntime.InferenceSession(str(paths["encode"]))
+```
+"""
+
+import pathlib
+import shutil
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+import tensorflow as tf
+
+from export.savedmodel import make_step_functions
+from gnmt_tf import model_dir as model_dir_lib
+
+DEFAULT_OPSET = 17
+NEXT_PREFIX = "next_"
+
+
+def _positional(function):
+    """`function` (a concrete function with keyword inputs) as a
+    `tf.function` with positional inputs, as tf2onnx traces it, and the
+    `decode_step` state outputs renamed `next_*`."""
+    specs = [tf.TensorSpec(t.shape, t.dtype, name=t.name.split(":")[0])
+             for t in function.inputs if t.dtype != tf.resource]
+    names = [spec.name for spec in specs]
+
+    def body(*args):
+        outputs = function(**dict(zip(names, args)))
+        return {(NEXT_PREFIX + key if key in names else key): value
+                for key, value in outputs.items()}
+
+    return tf.function(body, input_signature=specs, autograph=False), specs
+
+
+def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
+    """Writes `encode.onnx` and `decode_step.onnx` for a loaded model.
+
+    Args:
+        model: a GNMT model (`encode`, `initial_state`, `step`).
+        out_dir: directory to write to (created if missing).
+        opset: ONNX opset.
+
+    Returns:
+        `{"encode": Path, "decode_step": Path}`.
+
+    Raises:
+        ImportError: tf2onnx is not installed.
+    """
+    import tf2onnx
+
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    encode, decode_step = make_step_functions(model)
+    paths = {}
+    for name, function in (("encode", encode), ("decode_step", decode_step)):
+        traced, specs = _positional(function)
+        paths[name] = out_dir / f"{name}.onnx"
+        tf2onnx.convert.from_function(traced, input_signature=specs,
+                                      opset=opset,
+                                      output_path=str(paths[name]))
+    return paths
+
+
+def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
+    """Writes a GNMT model directory's ONNX graphs and vocabulary.
+
+    Returns:
+        `{"encode": Path, "decode_step": Path, "vocabulary": Path}`.
+
+    Raises:
+        ImportError: tf2onnx is not installed.
+        ValueError: a model type this export does not cover yet (the
+            task-space Transformer).
+    """
+    import export.qat  # noqa: F401  (QAT model directories load too)
+
+    model_type = model_dir_lib.read_config(model_dir).get("model_type")
+    if model_type not in ("gnmt", "gnmt_qat"):
+        raise ValueError(f"ONNX export covers GNMT model directories; "
+                         f"{model_dir} holds a {model_type!r} model")
+    model, subwords, _ = model_dir_lib.load_model(model_dir)
+    paths = convert_step_functions(model, out_dir, opset)
+    paths["vocabulary"] = pathlib.Path(out_dir) / model_dir_lib.VOCAB_FILE
+    shutil.copyfile(subwords.model_path, paths["vocabulary"])
+    return paths
