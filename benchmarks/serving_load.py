@@ -7,10 +7,19 @@ free 127.0.0.1 port; N client threads (default 1, 8, 32, 64) each send
 `--seconds`; throughput (sentences/s), p50/p99 latency, errors and the server's
 RSS before/after are recorded. The hot-reload check serves a temporary base
 folder whose version folders are symlinks to the newest real version, adds
-version N+1 while 8 clients run, and counts failed requests.
+version N+1 while 8 clients run, keeps them running until N+1 is AVAILABLE
+and N unloaded (plus two seconds), and counts failed requests. After the
+last client count, each setting repeats it once: RSS that stops growing on
+the repeat is warm-up (allocator pools, thread stacks), not a leak.
 
     python benchmarks/serving_load.py --model_base_path exports/gnmt \\
         --model_name gnmt [--seconds 30] [--out benchmarks/results/serving_load.json]
+    python benchmarks/serving_load.py --model_base_path exports/ts \\
+        --model_name transformer_small --task en,de,caption --append
+
+Task-space exports need `--task SRC,TGT,TAGS` (sent as `src_lang`,
+`tgt_lang`, `tags` with every sentence). `--append` keeps the other models'
+runs already in `--out`.
 
 Point it at a real export for real figures; toy-model runs go to
 `serving_load_toy.json`.
@@ -111,16 +120,22 @@ class ServerProcess:
                 self.process.wait(10)
 
 
-def load(target, name, clients, seconds, per_request, on_result=None):
-    """`clients` threads sending for `seconds`; returns (requests, errors,
-    latencies in ms)."""
+def load(target, name, clients, seconds, per_request, task=None,
+         keep_going=None):
+    """`clients` threads sending for `seconds` (then for as long as
+    `keep_going()` is true, if given); returns (requests, errors, latencies
+    in ms)."""
     latencies, errors, lock = [], [0], threading.Lock()
     stop_at = time.monotonic() + seconds
 
+    def running():
+        return time.monotonic() < stop_at or (keep_going and keep_going())
+
     def worker(i):
-        client = TranslationClient(target, name, timeout=30, max_retries=0)
+        client = TranslationClient(target, name, timeout=30, max_retries=0,
+                                   task_inputs=task)
         n = i
-        while time.monotonic() < stop_at:
+        while running():
             batch = [SENTENCES[(n + j) % len(SENTENCES)]
                      for j in range(per_request)]
             n += per_request
@@ -139,7 +154,7 @@ def load(target, name, clients, seconds, per_request, on_result=None):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(seconds + 120)
+        t.join()
     return len(latencies) + errors[0], errors[0], latencies
 
 
@@ -148,14 +163,16 @@ def run_setting(args, batching_file, clients_list):
     runs = []
     try:
         server.wait_ready(args.model_name, args.start_timeout)
-        load(server.target, args.model_name, 1, 1.0, args.sentences_per_request)
-        for clients in clients_list:
+        load(server.target, args.model_name, 1, 1.0,
+             args.sentences_per_request, args.task)
+        for repeat, clients in enumerate(clients_list + clients_list[-1:]):
             before = rss_mb(server.process.pid)
             requests, errors, latencies = load(
                 server.target, args.model_name, clients, args.seconds,
-                args.sentences_per_request)
+                args.sentences_per_request, args.task)
             run = {
                 "model": args.model_name, "clients": clients,
+                "repeat": repeat == len(clients_list),
                 "server_batching": batching_file is not None,
                 "seconds": args.seconds, "requests": requests, "errors": errors,
                 "sentences_per_s": round(len(latencies)
@@ -188,24 +205,46 @@ def hot_reload(args, batching_file):
         source = os.path.join(real, str(versions[-1]))
         os.symlink(source, os.path.join(base, "1"))
         server = ServerProcess(base, args.model_name, batching_file, poll_s=0.5)
+        swapped_at = []
         try:
             server.wait_ready(args.model_name, args.start_timeout)
+            status_client = TranslationClient(server.target, args.model_name)
+            deadline = time.monotonic() + args.start_timeout
+
+            def swapping():
+                """Until version 2 serves alone (+2 s), or the deadline."""
+                if time.monotonic() > deadline:
+                    return False
+                if not swapped_at:
+                    status = status_client.model_status()
+                    if status.get(2) == "AVAILABLE" and status.get(1) in (
+                            None, "END"):
+                        swapped_at.append(time.monotonic())
+                    return True
+                return time.monotonic() < swapped_at[0] + 2.0
+
             result = {}
             runner = threading.Thread(target=lambda: result.update(zip(
                 ("requests", "errors", "latencies"),
                 load(server.target, args.model_name, 8, args.reload_seconds,
-                     args.sentences_per_request))))
+                     args.sentences_per_request, args.task, swapping))))
             runner.start()
             time.sleep(args.reload_seconds / 4)
+            added_at = time.monotonic()
             os.symlink(source, os.path.join(base, "2"))
-            runner.join(args.reload_seconds + 180)
-            with TranslationClient(server.target, args.model_name) as client:
-                status = client.model_status()
+            runner.join()
+            status = status_client.model_status()
+            status_client.close()
         finally:
             server.stop()
+    result["swap_seconds"] = (round(swapped_at[0] - added_at, 1)
+                              if swapped_at else None)
     print(f"hot reload: {result['requests']} requests, {result['errors']} "
-          f"failed; final status {status}", flush=True)
-    return result["requests"], result["errors"], status
+          f"failed; version 2 alone after {result['swap_seconds']} s; final "
+          f"status {status}", flush=True)
+    return {"requests": result["requests"], "failed": result["errors"],
+            "version_2_alone_after_s": result["swap_seconds"],
+            "final_status": {str(k): v for k, v in status.items()}}
 
 
 def main(argv=None):
@@ -219,10 +258,17 @@ def main(argv=None):
                         help="default: max_batch_size 32, 2 ms timeout")
     parser.add_argument("--reload-seconds", type=float, default=8.0)
     parser.add_argument("--start-timeout", type=float, default=300.0)
+    parser.add_argument("--task", help="SRC,TGT,TAGS for task-space exports "
+                                       "(e.g. en,de,caption)")
+    parser.add_argument("--append", action="store_true",
+                        help="keep other models' results in --out")
     parser.add_argument("--out", default=str(
         REPO_ROOT / "benchmarks" / "results" / "serving_load.json"))
     args = parser.parse_args(argv)
     clients_list = [int(c) for c in args.clients.split(",")]
+    if args.task:
+        src, tgt, tags = (args.task.split(",", 2) + ["", ""])[:3]
+        args.task = {"src_lang": src, "tgt_lang": tgt, "tags": tags}
 
     with tempfile.TemporaryDirectory() as tmp:
         batching_file = args.batching_parameters_file
@@ -235,18 +281,28 @@ def main(argv=None):
                     num_batch_threads=os.cpu_count() or 1).to_text())
         runs = run_setting(args, None, clients_list)
         runs += run_setting(args, batching_file, clients_list)
-        reload_requests, reload_failed, status = hot_reload(args, batching_file)
+        reload = hot_reload(args, batching_file)
 
-    result = {"runs": runs, "hot_reload_failed_requests": reload_failed,
-              "hot_reload_requests": reload_requests,
-              "hot_reload_final_status": status,
-              "command": " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)]
-                                  + sys.argv[1:])}
+    command = " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)] + sys.argv[1:])
+    result = {"runs": [], "hot_reload": {}, "commands": {}}
+    if args.append and os.path.exists(args.out):
+        with open(args.out) as f:
+            old = json.load(f)
+        result["runs"] = [r for r in old.get("runs", [])
+                          if r["model"] != args.model_name]
+        result["hot_reload"] = old.get("hot_reload", {})
+        result["commands"] = old.get("commands", {})
+    result["runs"] += runs
+    result["hot_reload"][args.model_name] = reload
+    result["commands"][args.model_name] = command
+    result["hot_reload_failed_requests"] = sum(
+        r["failed"] for r in result["hot_reload"].values())
+    result["command"] = "; ".join(result["commands"].values())
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)
     print(f"wrote {args.out}")
-    return 0 if reload_failed == 0 else 1
+    return 0 if reload["failed"] == 0 else 1
 
 
 if __name__ == "__main__":
