@@ -1,7 +1,8 @@
 """Export benchmark: float SavedModel vs int8 (QAT) / dynamic-range / float16 TFLite.
 
 On a trained GNMT model directory and a test split (default Multi30k
-en->de test_2016_flickr) it measures, for each of the four artifacts:
+en->de test_2016_flickr) it measures, for each of the five artifacts
+(float SavedModel; int8 QAT, dynamic-range, float16 and float32 TFLite):
 
 - sacreBLEU of the detokenised, cased output (signature printed);
 - size on disk in MB (the SavedModel directory; the .tflite file);
@@ -37,8 +38,10 @@ import time
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
+# tflite_float32 is the like-for-like speed reference of the TFLite
+# variants (same host-side search, same runtime).
 KEYS = ("savedmodel_float", "tflite_int8_qat", "tflite_dynamic_range",
-        "tflite_float16")
+        "tflite_float16", "tflite_float32")
 
 
 def parse_args(argv=None):
@@ -146,6 +149,9 @@ def main(argv=None):
             args.max_source_length)["model"],
         "tflite_float16": export_tflite(
             args.model, work / "tflite", "float16",
+            args.max_source_length)["model"],
+        "tflite_float32": export_tflite(
+            args.model, work / "tflite", "float32",
             args.max_source_length)["model"],
     }
     vocabulary = work / "tflite" / "spm.model"

@@ -216,9 +216,8 @@ def main(argv=None):
         "tensorflow": tf.__version__, "ctranslate2": engine_name,
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
-        "note": "shared 2-core machine with a concurrent training job "
-                "(run under nice -n 15): absolute figures are noisy, "
-                "ratios are the useful part",
+        "note": "2-core machine, other jobs paused (see "
+                "load_average_at_end): ratios are the useful part",
     }
     path = pathlib.Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
