@@ -292,6 +292,8 @@ def main(argv=None):
                           if r["model"] != args.model_name]
         result["hot_reload"] = old.get("hot_reload", {})
         result["commands"] = old.get("commands", {})
+        if "rss_soak" in old:  # benchmarks/serving_rss_soak.py
+            result["rss_soak"] = old["rss_soak"]
     result["runs"] += runs
     result["hot_reload"][args.model_name] = reload
     result["commands"][args.model_name] = command
