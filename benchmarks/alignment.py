@@ -31,6 +31,8 @@
 
     python benchmarks/alignment.py --data-dir ../shared/data/multi30k \\
         --wmt22-dir ../shared/data/wmt22 --minutes 20
+    # later: 40 more minutes of the same model
+    python benchmarks/alignment.py ... --minutes 60 --resume
 
 `--smoke` runs a tiny configuration end to end in a few minutes (figures
 meaningless). Writes `benchmarks/results/alignment.json` (fast_align speed
@@ -197,6 +199,9 @@ def main(argv=None):
     parser.add_argument("--smoke", action="store_true",
                         help="tiny data and model, for a quick check")
     parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--resume", action="store_true",
+                        help="keep --work-dir: continue the model's training "
+                             "(--minutes counts the earlier runs' time too)")
     args = parser.parse_args(argv)
     if args.smoke:
         args.max_lines = args.max_lines or 1500
@@ -282,13 +287,16 @@ def main(argv=None):
           f"sentences", file=sys.stderr)
 
     work = pathlib.Path(args.work_dir)
-    if work.exists():
+    if work.exists() and not args.resume:
         shutil.rmtree(work)
-    work.mkdir(parents=True)
-    vocabulary = sorted({row[2] for row in training}
-                        | {row[3] for row in training})
-    spm_path = train_sentencepiece(vocabulary, work / "spm", args.vocab_size,
-                                   user_defined_symbols=PLACEHOLDER_TOKENS)
+    work.mkdir(parents=True, exist_ok=True)
+    spm_path = work / "spm.model"
+    if not spm_path.exists():
+        vocabulary = sorted({row[2] for row in training}
+                            | {row[3] for row in training})
+        spm_path = train_sentencepiece(
+            vocabulary, work / "spm", args.vocab_size,
+            user_defined_symbols=PLACEHOLDER_TOKENS)
     subwords = Subwords(spm_path)
     config = TransformerConfig.from_preset(
         args.preset, vocabulary_size=subwords.vocabulary_size,
