@@ -163,7 +163,8 @@ def evaluate(args, name):
     progress = json.loads((run_dir / "progress.json").read_text())
     payload = {"scores": scores, "bleu_signature": result.bleu_signature,
                "train": {"steps": progress.get("step"),
-                         "minutes": round(progress["train_seconds"] / 60, 1),
+                         "wall_minutes": round(progress["train_seconds"] / 60,
+                                               1),
                          "target_tokens": progress["target_tokens"]},
                "decode_words_per_s": round(tokens / seconds, 1)}
     cache.write_text(json.dumps(payload, indent=2) + "\n")
@@ -277,6 +278,9 @@ def report(args):
     results["settings"] = {
         "preset": args.preset, "steps_per_model": args.steps,
         "budget_overrides": BUDGET_OVERRIDES + args.overrides,
+        "budget": "the same optimizer steps of at most max_tokens target "
+                  "tokens for every model; wall minutes include contention "
+                  "with other jobs and pauses, so they are not comparable",
         "beam_size": args.beam_size, "alpha": args.alpha,
         "bleu_signature": signature, "cpu_count": os.cpu_count(),
         "machine": platform.machine(),
