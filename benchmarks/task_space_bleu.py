@@ -139,7 +139,8 @@ def evaluate(args, name):
     if cache.exists():
         return json.loads(cache.read_text())
     translator = TaskSpaceTranslator.from_model_dir(run_dir)
-    options = SearchOptions(beam_size=args.beam_size, alpha=args.alpha)
+    options = SearchOptions(beam_size=args.beam_size,
+                            length_penalty=args.alpha)
     scores, seconds, tokens = {}, 0.0, 0
     for split in TEST_SPLITS:
         for src, tgt in data_lib.parse_directions(RUNS[name][2]):
