@@ -138,12 +138,15 @@ def make_aligned_dataset(source_ids, target_ids, links, max_tokens,
         A dataset of `(features, labels)`.
     """
     from gnmt_tf.data.pipeline import (
-        batch_by_length, kept_indices, ragged_sequences, teacher_forcing_features)
+        batch_by_length, kept_indices, permuted, ragged_sequences,
+        teacher_forcing_features)
 
     keep = kept_indices(source_ids, target_ids, max_length)
     if not keep:
         raise ValueError("no sentence pairs left after length filtering "
                          f"(max_length={max_length})")
+    if shuffle:  # corpora of several directions come grouped by direction
+        keep = permuted(keep, seed)
     columns = teacher_forcing_features([source_ids[i] for i in keep],
                                        [target_ids[i] for i in keep])
     columns["link_pairs"] = ragged_sequences(

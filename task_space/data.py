@@ -420,7 +420,7 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
 
     As `gnmt_tf.data.pipeline.make_dataset` (EOS appended to sources, BOS
     prepended to decoder inputs, pairs longer than `max_length` dropped,
-    shuffled, bucketed by length with about `max_tokens` padded tokens per
+    permuted once across directions and shuffled, bucketed by length with about `max_tokens` padded tokens per
     batch), plus the task inputs of each example.
 
     Returns:
@@ -436,12 +436,14 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
     import tensorflow as tf
 
     from gnmt_tf.data.pipeline import (
-        batch_by_length, kept_indices, teacher_forcing_features)
+        batch_by_length, kept_indices, permuted, teacher_forcing_features)
 
     keep = kept_indices(encoded.source_ids, encoded.target_ids, max_length)
     if not keep:
         raise ValueError("no sentence pairs left after length filtering "
                          f"(max_length={max_length})")
+    if shuffle:  # examples come grouped by direction
+        keep = permuted(keep, seed)
     source_ids = [encoded.source_ids[i] for i in keep]
     target_ids = [encoded.target_ids[i] for i in keep]
     columns = teacher_forcing_features(source_ids, target_ids)

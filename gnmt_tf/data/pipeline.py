@@ -59,6 +59,18 @@ def teacher_forcing_features(source_ids, target_ids):
     }
 
 
+def permuted(indices, seed=None):
+    """`indices` in one random order (numpy `default_rng(seed)`).
+
+    Multi-direction corpora arrive grouped by direction, and a
+    `Dataset.shuffle` buffer smaller than the corpus would then feed one
+    direction after another; permuting the whole index list once first
+    makes every buffer window a mix.
+    """
+    order = np.random.default_rng(seed).permutation(len(indices))
+    return [indices[i] for i in order]
+
+
 def batch_by_length(columns, max_tokens, max_length, shuffle=True,
                     shuffle_buffer=30000, repeat=True, seed=None, transform=None):
     """Turns per-example columns into padded, length-bucketed training batches.

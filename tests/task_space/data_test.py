@@ -165,6 +165,20 @@ def test_task_dataset_shapes_and_tasks(multiway_dir):
     assert len(seen) > 6  # batches mix directions
 
 
+def test_small_shuffle_buffer_still_mixes_directions(multiway_dir):
+    # Examples arrive grouped by direction: a buffer far smaller than the
+    # corpus must not feed one direction after another.
+    examples = data.load_multi30k(multiway_dir, "train", "all", max_lines=30)
+    encoded = data.encode_examples(examples, FakeSubwords(), CONFIG)
+    dataset = data.make_task_dataset(encoded, max_tokens=128, max_length=40,
+                                     shuffle_buffer=8, seed=0)
+    seen = set()
+    for features, _ in dataset.take(5):
+        seen.update(zip(features["src_lang"].numpy().tolist(),
+                        features["tgt_lang"].numpy().tolist()))
+    assert len(seen) >= 8, seen
+
+
 def test_target_language_token_and_zero_shot(multiway_dir):
     examples = data.load_multi30k(multiway_dir, "train",
                                   "all-except:fr-cs,cs-fr", max_lines=10)
