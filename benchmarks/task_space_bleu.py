@@ -277,7 +277,9 @@ def report(args):
                                       args.plot), 3)
     signature = next(iter(runs.values()))["bleu_signature"] if runs else None
     results["settings"] = {
-        "preset": args.preset, "steps_per_model": args.steps,
+        "preset": args.preset,
+        "steps_per_model": {name: run["train"]["steps"]
+                            for name, run in runs.items()},
         "budget_overrides": BUDGET_OVERRIDES + args.overrides,
         "budget": "the same optimizer steps of at most max_tokens target "
                   "tokens for every model; wall minutes include contention "
@@ -286,8 +288,12 @@ def report(args):
         "bleu_signature": signature, "cpu_count": os.cpu_count(),
         "machine": platform.machine(),
     }
-    results["command"] = "python benchmarks/task_space_bleu.py all " + \
-        " ".join(shlex.quote(a) for a in sys.argv[2:] if a not in RUNS)
+    script = "python benchmarks/task_space_bleu.py"
+    extra = " ".join(shlex.quote(f"--set={o}") for o in args.overrides)
+    results["command"] = "; ".join(
+        [f"{script} train {name} --steps {run['train']['steps']} {extra}".strip()
+         for name, run in runs.items()]
+        + [f"{script} evaluate", f"{script} report"])
     pathlib.Path(args.output).write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps({k: results[k] for k in ("multi_direction", "bilingual",
                                               "zero_shot",
