@@ -61,6 +61,14 @@ SENTENCES = [
 ]
 
 
+def task_inputs(spec):
+    """`"en,de,caption"` -> the task-space request inputs (None for None)."""
+    if not spec:
+        return None
+    src, tgt, tags = (spec.split(",", 2) + ["", ""])[:3]
+    return {"src_lang": src, "tgt_lang": tgt, "tags": tags}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -266,9 +274,7 @@ def main(argv=None):
         REPO_ROOT / "benchmarks" / "results" / "serving_load.json"))
     args = parser.parse_args(argv)
     clients_list = [int(c) for c in args.clients.split(",")]
-    if args.task:
-        src, tgt, tags = (args.task.split(",", 2) + ["", ""])[:3]
-        args.task = {"src_lang": src, "tgt_lang": tgt, "tags": tags}
+    args.task = task_inputs(args.task)
 
     with tempfile.TemporaryDirectory() as tmp:
         batching_file = args.batching_parameters_file

@@ -40,10 +40,7 @@ def main(argv=None):
     parser.add_argument("--out", default=str(HERE / "results" /
                                              "serving_load.json"))
     args = parser.parse_args(argv)
-    task = None
-    if args.task:
-        src, tgt, tags = (args.task.split(",", 2) + ["", ""])[:3]
-        task = {"src_lang": src, "tgt_lang": tgt, "tags": tags}
+    task = serving_load.task_inputs(args.task)
 
     with tempfile.TemporaryDirectory() as tmp:
         batching = os.path.join(tmp, "batching_parameters.txt")
