@@ -5,7 +5,8 @@ SentencePiece tokenisation, beam/greedy search through the model's step
 function, detokenisation, length-sorted batching and input checks) with the
 task as extra inputs: every sentence has a source language, a target
 language and a set of scene tags, and the search sizes the decoder's KV
-cache to the longest output it allows.
+cache to the longest output it allows (`max_length_ratio` times the source,
+at most the model's `max_sequence_length`).
 """
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -49,6 +50,14 @@ class TaskSpaceTranslator(Translator):
                 data_lib.target_language_token_ids(subwords,
                                                    config.languages),
                 tf.int32)
+
+    def max_lengths(self, source_lengths, options: SearchOptions):
+        """Output length limits `[B]`: `max_length_ratio` times the source,
+        at most `config.max_sequence_length` (the longest target the model
+        is meant for, and the KV cache of the exported `encode` signature,
+        so host-driven and in-graph searches stop at the same length)."""
+        return tf.minimum(super().max_lengths(source_lengths, options),
+                          self.config.max_sequence_length)
 
     @classmethod
     def from_model_dir(cls, model_dir, **kwargs):

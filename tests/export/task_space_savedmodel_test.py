@@ -277,10 +277,18 @@ def test_translate_with_options_matches_translator(ts_fresh, ts_translator):
                                                                abs=1e-4)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open (issue 5): on the tiny model trained with the new data order one "
-    "row's host-loop greedy output stops earlier than the in-graph greedy "
-    "search ('homme gran hooo' vs '... hoooommm...'); cause not found yet"))
+def test_output_length_is_capped_at_the_cache_length(ts_translator):
+    # The exported `encode` gives a KV cache of max_sequence_length (16 for
+    # transformer_tiny) positions, so in-graph searches stop there too.
+    import tensorflow as tf
+
+    from gnmt_tf.translator import SearchOptions
+
+    limits = ts_translator.max_lengths(tf.constant([3, 8, 20]),
+                                       SearchOptions(max_length_ratio=2.0))
+    assert limits.numpy().tolist() == [6, 16, 16]
+
+
 def test_host_loop_over_encode_and_decode_step_matches_greedy(
         ts_fresh, ts_translator):
     texts, scores = _expected(ts_translator, beam_size=1)
