@@ -106,6 +106,23 @@ class TFLiteTranslator:
         lengths = [shape[1] for shape in self._padded_shapes.values()]
         self.max_source_length = min(lengths) if lengths else None
         self.max_output_length = None
+        self._warm_up()
+
+    def _warm_up(self):
+        """Runs `encode` and one `decode_step` on a one-token source.
+
+        Works around a clash seen with ai-edge-litert 2.3 and
+        tensorflow-text 2.21 in one process: an interpreter whose first
+        `decode_step` runs after `tensorflow_text` was imported (as the
+        in-process translators do) returns wrong log-probs, one that ran
+        before keeps working. Running it here closes that window.
+        """
+        details = self._encode.get_input_details()
+        task = {name: np.zeros([max(int(d), 1) for d in
+                                detail["shape_signature"]], detail["dtype"])
+                for name, detail in details.items() if name != "source_ids"}
+        state = self._encode_state([self.eos_id], task)
+        self._step(ids=np.asarray([self.bos_id], np.int32), **state)
 
     def _other_class_hint(self):
         if "src_lang" in self.encode_inputs:
