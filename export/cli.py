@@ -81,7 +81,7 @@ def register(subparsers):
         "--max-source-length", type=int, default=None,
         help="longest source in subwords, end token included (decode_step's "
              "fixed attention-memory length; default 128, task-space models: "
-             "their max_sequence_length + 1)")
+             "their max_sequence_length + 1, + 2 with a <2xx> source token)")
     tflite.add_argument(
         "--max-target-length", type=int, default=None,
         help="task-space models: KV-cache length, the longest output in "

@@ -52,18 +52,21 @@ DEFAULT_MAX_TARGET_LENGTH = 128
 TASK_OPTIONS = ("directions", "tags", "target_language_token")
 
 
-def default_lengths(config, max_source_length=None, max_target_length=None):
+def default_lengths(config, max_source_length=None, max_target_length=None,
+                    target_language_token=False):
     """`(L, T)`: the given lengths, or the defaults for `config`.
 
     Defaults: `L = config.max_sequence_length + 1` (the longest source
-    `TaskSpaceTranslator` accepts, plus its end token) and
+    `TaskSpaceTranslator` accepts, plus its end token; + 1 more for the
+    `<2xx>` token with `target_language_token`) and
     `T = min(DEFAULT_MAX_TARGET_LENGTH, config.max_sequence_length)`.
 
     Raises:
       ValueError: `L < 2` (one subword and the end token) or `T < 1`.
     """
     if max_source_length is None:
-        max_source_length = config.max_sequence_length + 1
+        max_source_length = (config.max_sequence_length + 1
+                             + int(bool(target_language_token)))
     if max_target_length is None:
         max_target_length = min(DEFAULT_MAX_TARGET_LENGTH,
                                 config.max_sequence_length)
@@ -150,7 +153,8 @@ def export_task_space_tflite(model_dir, out_dir, quantization="float32",
 
     tflite.check_quantization(quantization)
     config, options = read_task_space_config(model_dir)
-    lengths = default_lengths(config, max_source_length, max_target_length)
+    lengths = default_lengths(config, max_source_length, max_target_length,
+                              options.target_language_token)
     model, subwords, _ = model_dir_lib.load_model(model_dir)
     paths = tflite.write_tflite(
         convert_task_space(model, quantization, *lengths), subwords, out_dir,

@@ -248,3 +248,47 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "--tgt-lang", "xx", "-i", str(source)]) == 2
     assert "unknown language 'xx'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_target_language_token_baseline(multiway_dir, tmp_path):
+    """The Johnson et al. baseline (no task space, `<2xx>` source token):
+    `encode` takes the source ids only, the host prepends the token, and
+    the default length limit accepts what `TaskSpaceTranslator` does."""
+    from export.tflite import export_tflite
+    from export.tflite_translator import open_translator
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+    from task_space.translator import TaskSpaceTranslator
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60,
+                                        use_task_space=False)
+    train_config = apply_overrides(train_config, [
+        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
+    model_dir = tmp_path / "baseline"
+    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config,
+                     TaskSpaceOptions(validation_lines=0,
+                                      target_language_token=True),
+                     log_every=1000)
+    paths = export_tflite(model_dir, tmp_path / "tflite")
+    tflite = open_translator(paths["model"])
+    assert tflite.encode_inputs == ("source_ids",)
+    translator = TaskSpaceTranslator.from_model_dir(model_dir)
+    for search in SEARCHES[:2]:
+        texts, scores = _expected(translator, search)
+        got_texts, got_scores = _tflite(tflite, search)
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores, abs=1e-3)
+    limit = translator.max_source_length  # subwords, token not counted
+    texts = {}
+    for n in range(1, 30):
+        for tail in ("", "d", "do", " dog"):
+            text = " ".join(["a"] * n) + tail
+            texts.setdefault(len(translator.subwords.encode([text])[0]), text)
+    tflite.translate([texts[limit]], "en", "fr", beam_size=1)
+    with pytest.raises(ValueError, match=f"at most {limit}"):
+        tflite.translate([texts[limit + 1]], "en", "fr")
