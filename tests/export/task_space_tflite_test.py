@@ -9,10 +9,11 @@ import pytest
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 # Two directions the tiny model was trained on. Sources have 4-14 subwords
-# (its vocabulary has 60 pieces); the translations all end before 16
-# subwords, the KV-cache length (the model's max_sequence_length), so the
-# cache cuts none that the in-process search lets run longer. Greedy top-2
-# log-prob margins are all > 1e-2: no near-ties to skip.
+# (its vocabulary has 60 pieces), so the in-process search allows outputs
+# of up to 30 subwords (twice the source with EOS), and the tiny model may
+# babble that long: the parity export's KV cache holds 32 positions (the
+# default, the model's max_sequence_length 16, would cut them). Greedy
+# top-2 log-prob margins seen were all > 1e-2: no near-ties to skip.
 DIRECTIONS = [
     ("en", "fr", "caption", ["a dog runs", "a big cat sleeps", "   ",
                              "a man runs", "a red ball"]),
@@ -21,6 +22,7 @@ DIRECTIONS = [
 SEARCHES = [dict(beam_size=1), dict(beam_size=2),
             dict(beam_size=2, length_penalty=1.0, coverage_penalty=0.2)]
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
+CACHE_LENGTH = 32
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,8 @@ def ts_tflite_dir(ts_model_dir, tmp_path_factory):
 
     out = tmp_path_factory.mktemp("ts_tflite")
     assert main(["export", "tflite", "--model", str(ts_model_dir),
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--max-target-length",
+                 str(CACHE_LENGTH)]) == 0
     return out
 
 
@@ -52,7 +55,7 @@ def test_files_and_task_json(ts_tflite_dir, ts_model_dir):
                                   "tags": "caption",
                                   "target_language_token": False}
     assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
-    assert task["max_target_length"] == MAX_SEQUENCE_LENGTH
+    assert task["max_target_length"] == CACHE_LENGTH
 
 
 def test_signatures(ts_tflite):
@@ -71,7 +74,7 @@ def test_signatures(ts_tflite):
     state = shapes(ts_tflite._encode.get_output_details())
     step = shapes(ts_tflite._step.get_input_details())
     assert set(step) == set(state) | {"ids"}
-    length, cache = MAX_SEQUENCE_LENGTH + 1, MAX_SEQUENCE_LENGTH
+    length, cache = MAX_SEQUENCE_LENGTH + 1, CACHE_LENGTH
     for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
         for kind in ("key", "value"):
             assert state[f"layer_{i}__cross_{kind}"][0] == [1, -1, 2, 8]
@@ -127,6 +130,9 @@ def _tflite(translator, search):
 @pytest.mark.parametrize("search", SEARCHES,
                          ids=["greedy", "beam2", "beam2_alpha1_beta0.2"])
 def test_matches_task_space_translator(ts_tflite, ts_translator, search):
+    longest = max(len(ts_tflite.sentencepiece.encode(s)) + 1
+                  for *_, sentences in DIRECTIONS for s in sentences)
+    assert 2 * longest <= ts_tflite.max_output_length  # nothing cut
     texts, scores = _expected(ts_translator, search)
     got_texts, got_scores = _tflite(ts_tflite, search)
     assert got_texts == texts
@@ -156,10 +162,14 @@ def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
 
     paths = export_tflite(ts_model_dir, tmp_path, quantization)
     assert paths["model"].name == f"model_{quantization}.tflite"
+    task = json.loads(paths["task"].read_text())  # the default lengths
+    assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
+    assert task["max_target_length"] == MAX_SEQUENCE_LENGTH
     float32_size = (ts_tflite_dir / "model_float32.tflite").stat().st_size
     if quantization == "float16":
         assert paths["model"].stat().st_size < float32_size
     translator = open_translator(paths["model"])
+    assert translator.max_output_length == MAX_SEQUENCE_LENGTH
     for src, tgt, tags, sentences in DIRECTIONS:
         texts = translator.translate(sentences, src, tgt, tags, beam_size=2)
         assert len(texts) == len(sentences)
@@ -274,7 +284,8 @@ def test_target_language_token_baseline(multiway_dir, tmp_path):
                      TaskSpaceOptions(validation_lines=0,
                                       target_language_token=True),
                      log_every=1000)
-    paths = export_tflite(model_dir, tmp_path / "tflite")
+    paths = export_tflite(model_dir, tmp_path / "tflite",
+                          max_target_length=CACHE_LENGTH)
     tflite = open_translator(paths["model"])
     assert tflite.encode_inputs == ("source_ids",)
     translator = TaskSpaceTranslator.from_model_dir(model_dir)
