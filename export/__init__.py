@@ -7,6 +7,8 @@
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
 - `export.tflite` / `export.tflite_translator`: TFLite models and the NumPy
   beam search that drives them;
+- `export.task_space_tflite` / `export.task_space_tflite_translator`: the
+  same for task-space Transformers (task ids in, `task.json` for the host);
 - `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
   layers and quantization-aware fine-tuning of GNMT;
 - `export.tflite_int8`: int8 TFLite from a QAT model (or post-training);

@@ -5,8 +5,9 @@ Actions:
 - ``savedmodel``: a SavedModel for `tensorflow_model_server`
   (`export.savedmodel.export_savedmodel`).
 - ``tflite``: `encode` + `decode_step` as TFLite models for a host-side search
-  (`export.tflite.export_tflite`); with ``--int8`` an int8 model
-  (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
+  (`export.tflite.export_tflite`; task-space model directories also get a
+  ``task.json``, see `export.task_space_tflite`); with ``--int8`` an int8
+  model (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
 - ``qat``: quantization-aware fine-tuning of a float GNMT model directory
   into a QAT model directory (`export.qat.qat_finetune`).
 - ``tensorrt``: TF-TRT conversion of an exported SavedModel
@@ -77,9 +78,15 @@ def register(subparsers):
         choices=["float32", "dynamic_range", "float16"],
         help="weight format (dynamic_range: int8 weights, float activations)")
     tflite.add_argument(
-        "--max-source-length", type=int, default=128,
+        "--max-source-length", type=int, default=None,
         help="longest source in subwords, end token included (decode_step's "
-             "fixed attention-memory length)")
+             "fixed attention-memory length; default 128, task-space models: "
+             "their max_sequence_length + 1, + 2 with a <2xx> source token)")
+    tflite.add_argument(
+        "--max-target-length", type=int, default=None,
+        help="task-space models: KV-cache length, the longest output in "
+             "subwords with the end token (default: max_sequence_length, at "
+             "most 128)")
     tflite.add_argument(
         "--int8", action="store_true",
         help="int8 weights and activations (model_int8.tflite) from a QAT "
@@ -131,7 +138,11 @@ def _tflite_int8(args):
 
     if args.quantization != "float32":
         raise ValueError("--int8 and --quantization exclude each other")
-    paths = export_tflite_int8(args.model, args.out, args.max_source_length)
+    if args.max_target_length is not None:
+        raise ValueError("--int8 exports GNMT models; --max-target-length "
+                         "is for task-space models")
+    paths = export_tflite_int8(args.model, args.out,
+                               args.max_source_length or 128)
     for path in paths.values():
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -162,14 +173,16 @@ def run(args) -> int:
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":
-        if args.max_source_length < 2:
+        if args.max_source_length is not None and args.max_source_length < 2:
             raise ValueError("--max-source-length must be >= 2")
+        if args.max_target_length is not None and args.max_target_length < 1:
+            raise ValueError("--max-target-length must be >= 1")
         if args.int8:
             return _tflite_int8(args)
         from export.tflite import export_tflite
 
         paths = export_tflite(args.model, args.out, args.quantization,
-                              args.max_source_length)
+                              args.max_source_length, args.max_target_length)
         for path in paths.values():
             print(f"wrote {path}", file=sys.stderr)
         return 0

@@ -108,7 +108,7 @@ STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
 
 
 def make_step_functions(model, encode_batch_size=None, step_source_length=None,
-                        encode_fn=None, encode_specs=None):
+                        encode_fn=None, encode_specs=None, cache_length=None):
     """The `encode` and `decode_step` functions of a step-function model.
 
     Both are concrete functions with flat keyword inputs and dict outputs, as
@@ -129,6 +129,11 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         inputs `encode_specs` (a list of named `tf.TensorSpec`s, in order)
         and returning `model.encode`'s result. Default: `model.encode` of a
         ``source_ids`` int32 `[encode_batch_size, None]` input.
+      cache_length: int or None. For models with a fixed-size decoder cache
+        (the task-space Transformer's KV cache): `encode` calls
+        `model.initial_state(encoded, cache_length)`, so the cache, and with
+        it the longest output, has this many positions. None: the model's
+        default (`model.initial_state(encoded)`).
 
     Returns:
       `(encode, decode_step)`.
@@ -145,7 +150,11 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
     template = {}
 
     def encode_body(*inputs):
-        state = model.initial_state(encode_fn(*inputs))
+        encoded = encode_fn(*inputs)
+        if cache_length is None:
+            state = model.initial_state(encoded)
+        else:
+            state = model.initial_state(encoded, cache_length)
         template.update(tf.nest.map_structure(lambda _: None, state))
         return flatten_state(state)
 

@@ -1,4 +1,10 @@
-"""`gnmt-tf translate`: raw sentences in (stdin or file), translations out."""
+"""`gnmt-tf translate`: raw sentences in (stdin or file), translations out.
+
+The model is a trained model directory (``--model``), a TF Serving endpoint
+(``--server``) or an exported TFLite file (``--tflite``, searched on the host
+by `export.tflite_translator`); task-space models take ``--src-lang``,
+``--tgt-lang`` and ``--tags`` with each.
+"""
 
 import sys
 
@@ -39,6 +45,11 @@ def register(subparsers):
                         help="translate through a TF Serving gRPC endpoint instead")
     parser.add_argument("--model_name", "--model-name", dest="model_name",
                         default="gnmt", help="served model name (with --server)")
+    parser.add_argument(
+        "--tflite", metavar="FILE",
+        help="translate with an exported .tflite model instead (gnmt-tf "
+             "export tflite; its spm.model, and task.json for task-space "
+             "models, next to it)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -120,11 +131,52 @@ def _translate_through_server(args):
     return status
 
 
+def _translate_with_tflite(args):
+    """Translates with `export.tflite_translator.open_translator`."""
+    options = search_options(args)
+    if options.early_stopping != "gnmt":
+        raise ValueError("--tflite searches with --early-stopping gnmt only")
+    from export.tflite_translator import TFLiteTranslator, open_translator
+
+    translator = open_translator(args.tflite)
+    task = {key: getattr(args, key, None)
+            for key in ("src_lang", "tgt_lang", "tags")}
+    search = dict(beam_size=options.beam_size,
+                  length_penalty=options.length_penalty,
+                  coverage_penalty=options.coverage_penalty,
+                  num_hypotheses=options.num_hypotheses,
+                  max_length_ratio=options.max_length_ratio,
+                  beam_width=options.beam_width)
+    if type(translator) is TFLiteTranslator:
+        if any(value is not None for value in task.values()):
+            raise ValueError("--src-lang, --tgt-lang and --tags are for "
+                             f"task-space models; {args.tflite} is GNMT")
+        run_search = translator.translate_nbest
+    else:
+        if not (task["src_lang"] and task["tgt_lang"]):
+            raise ValueError(
+                "--src-lang and --tgt-lang are required for a task-space "
+                f"model (its languages: {list(translator.config.languages)})")
+        translator.task_inputs(**task)  # bad task: fail before reading input
+
+        def run_search(sentences, **search):
+            return translator.translate_nbest(sentences, **task, **search)
+    sentences = read_input(args.input)
+    note_empty_lines(sentences)
+    write_results(run_search(sentences, **search), options, args.output)
+    return 0
+
+
 def run(args):
     if args.server:
         return _translate_through_server(args)
+    if args.tflite:
+        if args.model:
+            raise ValueError("give --model or --tflite, not both")
+        return _translate_with_tflite(args)
     if not args.model:
-        raise ValueError("give --model DIR (or --server HOST:PORT)")
+        raise ValueError("give --model DIR (or --server HOST:PORT, or "
+                         "--tflite FILE)")
     from gnmt_tf.model_dir import read_config
 
     if read_config(args.model).get("model_type") == "task_space_transformer":

@@ -96,3 +96,21 @@ def test_quantized_export(tiny_model_dir, tflite_float32, tmp_path,
     texts = translator.translate(settings.sentences, beam_size=2)
     assert len(texts) == len(settings.sentences)
     assert all(isinstance(t, str) for t in texts)
+
+
+def test_translate_cli(tflite_float32, tflite_translator, settings, tmp_path,
+                       capsys):
+    from gnmt_tf.cli.main import main
+
+    source = tmp_path / "src.txt"
+    source.write_text("".join(s + "\n" for s in settings.sentences))
+    output = tmp_path / "hyp.txt"
+    model = str(tflite_float32[0])
+    assert main(["translate", "--tflite", model, "--beam-size", "2",
+                 "-i", str(source), "-o", str(output)]) == 0
+    assert output.read_text().splitlines() == tflite_translator.translate(
+        settings.sentences, beam_size=2)
+    capsys.readouterr()
+    assert main(["translate", "--tflite", model, "--src-lang", "en",
+                 "-i", str(source)]) == 2
+    assert "are for task-space models" in capsys.readouterr().err

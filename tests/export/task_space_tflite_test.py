@@ -1,0 +1,305 @@
+"""TFLite export of a task-space Transformer and its host-side search:
+files, signatures, builtin ops, parity with `TaskSpaceTranslator`,
+quantized formats, bad inputs and the CLI."""
+
+import json
+
+import pytest
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+# Two directions the tiny model was trained on. Sources have 4-14 subwords
+# (its vocabulary has 60 pieces), so the in-process search allows outputs
+# of up to 30 subwords (twice the source with EOS), and the tiny model may
+# babble that long: the parity export's KV cache holds 32 positions (the
+# default, the model's max_sequence_length 16, would cut them). Greedy
+# top-2 log-prob margins seen were all > 1e-2: no near-ties to skip.
+DIRECTIONS = [
+    ("en", "fr", "caption", ["a dog runs", "a big cat sleeps", "   ",
+                             "a man runs", "a red ball"]),
+    ("de", "cs", "", ["ein roter Ball", "Mann schläft", "ein Hund rennt"]),
+]
+SEARCHES = [dict(beam_size=1), dict(beam_size=2),
+            dict(beam_size=2, length_penalty=1.0, coverage_penalty=0.2)]
+MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
+CACHE_LENGTH = 32
+
+
+@pytest.fixture(scope="module")
+def ts_tflite_dir(ts_model_dir, tmp_path_factory):
+    """The float32 export, through `gnmt-tf export tflite`."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("ts_tflite")
+    assert main(["export", "tflite", "--model", str(ts_model_dir),
+                 "--out", str(out), "--max-target-length",
+                 str(CACHE_LENGTH)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def ts_tflite(ts_tflite_dir):
+    from export.tflite_translator import open_translator
+
+    return open_translator(ts_tflite_dir / "model_float32.tflite")
+
+
+def test_files_and_task_json(ts_tflite_dir, ts_model_dir):
+    assert sorted(p.name for p in ts_tflite_dir.iterdir()) == [
+        "model_float32.tflite", "spm.model", "task.json"]
+    assert ((ts_tflite_dir / "spm.model").read_bytes()
+            == (ts_model_dir / "spm.model").read_bytes())
+    task = json.loads((ts_tflite_dir / "task.json").read_text())
+    assert task["model"]["languages"] == ["en", "de", "fr", "cs"]
+    assert task["task_space"] == {"directions": "en-fr,de-cs",
+                                  "tags": "caption",
+                                  "target_language_token": False}
+    assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
+    assert task["max_target_length"] == CACHE_LENGTH
+
+
+def test_signatures(ts_tflite):
+    from export.task_space_tflite_translator import TaskSpaceTFLiteTranslator
+
+    assert isinstance(ts_tflite, TaskSpaceTFLiteTranslator)
+
+    def shapes(details):
+        return {name: (d["shape_signature"].tolist(), d["dtype"].__name__)
+                for name, d in details.items()}
+
+    encode = shapes(ts_tflite._encode.get_input_details())
+    assert encode == {"source_ids": ([1, -1], "int32"),
+                      "src_lang": ([1], "int32"), "tgt_lang": ([1], "int32"),
+                      "tags": ([1, 6], "int32")}
+    state = shapes(ts_tflite._encode.get_output_details())
+    step = shapes(ts_tflite._step.get_input_details())
+    assert set(step) == set(state) | {"ids"}
+    length, cache = MAX_SEQUENCE_LENGTH + 1, CACHE_LENGTH
+    for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
+        for kind in ("key", "value"):
+            assert state[f"layer_{i}__cross_{kind}"][0] == [1, -1, 2, 8]
+            assert step[f"layer_{i}__cross_{kind}"][0] == [-1, length, 2, 8]
+            assert state[f"layer_{i}__self_{kind}"][0] == [1, cache, 2, 8]
+            assert step[f"layer_{i}__self_{kind}"][0] == [-1, cache, 2, 8]
+    assert step["source_mask"] == ([-1, length], "bool")
+    assert step["time"] == ([-1], "int32")
+    outputs = shapes(ts_tflite._step.get_output_details())
+    assert set(outputs) == {"log_probs", "attention", "time"} | {
+        f"layer_{i}__self_{kind}" for i in range(2)
+        for kind in ("key", "value")}
+    assert outputs["attention"][0] == [-1, length]
+    assert ts_tflite.max_source_length == length
+    assert ts_tflite.max_output_length == cache
+
+
+def test_builtin_ops_only(ts_tflite_dir):
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model(
+        str(ts_tflite_dir / "model_float32.tflite"))
+    codes = {max(code.builtinCode, code.deprecatedBuiltinCode)
+             for code in model.operatorCodes}
+    assert schema.BuiltinOperator.CUSTOM not in codes  # no Flex, no custom
+    assert len(model.signatureDefs) == 2
+
+
+def _expected(translator, search):
+    """In-process `(texts, scores)` of `DIRECTIONS`, in order."""
+    from gnmt_tf.translator import SearchOptions
+
+    texts, scores = [], []
+    for src, tgt, tags, sentences in DIRECTIONS:
+        for hyps in translator.translate_nbest(sentences, src, tgt, tags,
+                                               SearchOptions(**search)):
+            texts.append(hyps[0].text)
+            scores.append(hyps[0].score)
+    return texts, scores
+
+
+def _tflite(translator, search):
+    texts, scores = [], []
+    for src, tgt, tags, sentences in DIRECTIONS:
+        for hyps in translator.translate_nbest(sentences, src, tgt, tags,
+                                               **search):
+            texts.append(hyps[0].text)
+            scores.append(hyps[0].score)
+    return texts, scores
+
+
+@pytest.mark.parametrize("search", SEARCHES,
+                         ids=["greedy", "beam2", "beam2_alpha1_beta0.2"])
+def test_matches_task_space_translator(ts_tflite, ts_translator, search):
+    longest = max(len(ts_tflite.sentencepiece.encode(s)) + 1
+                  for *_, sentences in DIRECTIONS for s in sentences)
+    assert 2 * longest <= ts_tflite.max_output_length  # nothing cut
+    texts, scores = _expected(ts_translator, search)
+    got_texts, got_scores = _tflite(ts_tflite, search)
+    assert got_texts == texts
+    assert got_scores == pytest.approx(scores, abs=1e-3)
+    # The model says something, and the blank row stays blank.
+    assert texts[2] == "" and got_scores[2] == 0.0
+    assert all(t for i, t in enumerate(texts) if i != 2)
+    assert len(set(texts)) > 2  # input-dependent output
+
+
+def test_kv_cache_bounds_the_output(ts_tflite):
+    source_ids = ts_tflite.sentencepiece.encode("a dog runs") + [
+        ts_tflite.eos_id]
+    prefix, task = ts_tflite.task_inputs("en", "fr", "caption")
+    for beam_size in (1, 2):
+        for ids, _ in ts_tflite.search(source_ids, beam_size=beam_size,
+                                       max_length_ratio=100.0, task=task,
+                                       num_hypotheses=beam_size):
+            assert len(ids) <= ts_tflite.max_output_length
+
+
+@pytest.mark.parametrize("quantization", ["dynamic_range", "float16"])
+def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
+                                     quantization):
+    from export.tflite import export_tflite
+    from export.tflite_translator import open_translator
+
+    paths = export_tflite(ts_model_dir, tmp_path, quantization)
+    assert paths["model"].name == f"model_{quantization}.tflite"
+    task = json.loads(paths["task"].read_text())  # the default lengths
+    assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
+    assert task["max_target_length"] == MAX_SEQUENCE_LENGTH
+    float32_size = (ts_tflite_dir / "model_float32.tflite").stat().st_size
+    if quantization == "float16":
+        assert paths["model"].stat().st_size < float32_size
+    translator = open_translator(paths["model"])
+    assert translator.max_output_length == MAX_SEQUENCE_LENGTH
+    for src, tgt, tags, sentences in DIRECTIONS:
+        texts = translator.translate(sentences, src, tgt, tags, beam_size=2)
+        assert len(texts) == len(sentences)
+        assert all(isinstance(t, str) for t in texts)
+
+
+def test_quantized_files_are_smaller():
+    """The converter quantizes only weights of >= 1024 elements, and the
+    tiny test model has none (its largest, the embedding, is 60 x 16): an
+    untrained model with a wider FFN (16 x 128 kernels) shows the sizes."""
+    from export.task_space_tflite import convert_task_space
+    from task_space.task_space_transformer import TaskSpaceTransformer
+
+    model = TaskSpaceTransformer.from_preset(
+        "transformer_tiny", vocabulary_size=60, intermediate_dim=128)
+    sizes = {q: len(convert_task_space(model, q))
+             for q in ("float32", "dynamic_range", "float16")}
+    assert sizes["dynamic_range"] < 0.8 * sizes["float32"]
+    assert sizes["float16"] < 0.8 * sizes["float32"]
+
+
+def test_bad_inputs(ts_tflite, ts_tflite_dir, tmp_path):
+    import shutil
+
+    from export.task_space_tflite_translator import TaskSpaceTFLiteTranslator
+    from export.tflite_translator import TFLiteTranslator
+
+    with pytest.raises(ValueError, match="unknown language 'xx'.*'cs'"):
+        ts_tflite.translate(["a dog"], "xx", "fr")
+    with pytest.raises(ValueError, match="unknown language ''"):
+        ts_tflite.translate(["a dog"], "en", "")
+    with pytest.raises(ValueError, match="tgt_lang must be a language code"):
+        ts_tflite.translate(["a dog"], "en", None)
+    with pytest.raises(ValueError, match="unknown scene tag 'bogus'"):
+        ts_tflite.translate(["a dog"], "en", "fr", "caption, bogus")
+    with pytest.raises(ValueError, match="both 'en'"):
+        ts_tflite.translate(["a dog"], "en", "en")
+    with pytest.raises(ValueError, match="at most 16"):
+        ts_tflite.translate(["a dog runs in a big red park " * 3], "en", "fr")
+    with pytest.raises(TypeError, match="list of str, not a str"):
+        ts_tflite.translate("a dog", "en", "fr")
+    with pytest.raises(TypeError, match="input 2 is bytes"):
+        ts_tflite.translate(["a dog", b"a cat"], "en", "fr")
+    assert ts_tflite.translate([], "en", "fr") == []
+    # The GNMT class names the right one; a file without task.json fails.
+    model_path = ts_tflite_dir / "model_float32.tflite"
+    with pytest.raises(ValueError, match="task-space model"):
+        TFLiteTranslator(model_path, ts_tflite_dir / "spm.model")
+    shutil.copyfile(model_path, tmp_path / "model.tflite")
+    with pytest.raises(FileNotFoundError, match="task.json"):
+        TaskSpaceTFLiteTranslator(tmp_path / "model.tflite",
+                                  ts_tflite_dir / "spm.model")
+
+
+def test_export_cli_rejects_bad_lengths(ts_model_dir, tmp_path, capsys):
+    from gnmt_tf.cli.main import main
+
+    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+                 str(tmp_path), "--max-target-length", "0"]) == 2
+    assert "--max-target-length must be >= 1" in capsys.readouterr().err
+
+
+def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
+    from gnmt_tf.cli.main import main
+
+    sentences = DIRECTIONS[0][3]
+    source = tmp_path / "src.txt"
+    source.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    output = tmp_path / "hyp.txt"
+    model = str(ts_tflite_dir / "model_float32.tflite")
+    assert main(["translate", "--tflite", model, "--src-lang", "en",
+                 "--tgt-lang", "fr", "--tags", "caption", "--beam-size", "2",
+                 "-i", str(source), "-o", str(output)]) == 0
+    expected = ts_tflite.translate(sentences, "en", "fr", "caption",
+                                   beam_size=2)
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+    # The default tags are the training ones ("caption").
+    assert main(["translate", "--tflite", model, "--src-lang", "en",
+                 "--tgt-lang", "fr", "--beam-size", "2", "-i", str(source),
+                 "-o", str(output)]) == 0
+    assert output.read_text(encoding="utf-8").splitlines() == expected
+    capsys.readouterr()
+    assert main(["translate", "--tflite", model, "--src-lang", "en",
+                 "-i", str(source)]) == 2
+    assert "--tgt-lang are required" in capsys.readouterr().err
+    assert main(["translate", "--tflite", model, "--src-lang", "en",
+                 "--tgt-lang", "xx", "-i", str(source)]) == 2
+    assert "unknown language 'xx'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_target_language_token_baseline(multiway_dir, tmp_path):
+    """The Johnson et al. baseline (no task space, `<2xx>` source token):
+    `encode` takes the source ids only, the host prepends the token, and
+    the default length limit accepts what `TaskSpaceTranslator` does."""
+    from export.tflite import export_tflite
+    from export.tflite_translator import open_translator
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+    from task_space.translator import TaskSpaceTranslator
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60,
+                                        use_task_space=False)
+    train_config = apply_overrides(train_config, [
+        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
+    model_dir = tmp_path / "baseline"
+    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config,
+                     TaskSpaceOptions(validation_lines=0,
+                                      target_language_token=True),
+                     log_every=1000)
+    paths = export_tflite(model_dir, tmp_path / "tflite",
+                          max_target_length=CACHE_LENGTH)
+    tflite = open_translator(paths["model"])
+    assert tflite.encode_inputs == ("source_ids",)
+    translator = TaskSpaceTranslator.from_model_dir(model_dir)
+    for search in SEARCHES[:2]:
+        texts, scores = _expected(translator, search)
+        got_texts, got_scores = _tflite(tflite, search)
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores, abs=1e-3)
+    limit = translator.max_source_length  # subwords, token not counted
+    texts = {}
+    for n in range(1, 30):
+        for tail in ("", "d", "do", " dog"):
+            text = " ".join(["a"] * n) + tail
+            texts.setdefault(len(translator.subwords.encode([text])[0]), text)
+    tflite.translate([texts[limit]], "en", "fr", beam_size=1)
+    with pytest.raises(ValueError, match=f"at most {limit}"):
+        tflite.translate([texts[limit + 1]], "en", "fr")
