@@ -44,9 +44,10 @@ class TaskSpaceTFLiteTranslator(TFLiteTranslator):
         scene tags).
       default_tags: tuple of str. The tags the model was trained with, used
         when `tags` is None.
-      max_output_length: int. The KV-cache length: outputs end after this
-        many subwords (end token included) whatever `max_length_ratio`
-        allows; a hypothesis cut there has no end token.
+      max_output_length: int. The KV-cache length, at most the model's
+        `max_sequence_length` (where `TaskSpaceTranslator` stops too):
+        outputs end after this many subwords (end token included) whatever
+        `max_length_ratio` allows; a hypothesis cut there has no end token.
 
     Raises:
       FileNotFoundError: no ``task.json``.
@@ -79,7 +80,8 @@ class TaskSpaceTFLiteTranslator(TFLiteTranslator):
         if not caches or "time" not in self._step_dtypes:
             raise ValueError(f"{model_path}'s decode_step has no KV cache: "
                              "not a task-space Transformer export")
-        self.max_output_length = int(min(caches))
+        self.max_output_length = int(min(min(caches),
+                                         self.config.max_sequence_length))
         self._language_token_ids = None
         if self.target_language_token:
             self._language_token_ids = [
