@@ -8,9 +8,16 @@ buffers), memory that keeps growing round after round is a leak.
 
     python benchmarks/serving_rss_soak.py \\
         --model_base_path benchmarks/runs/export_bench/savedmodel/gnmt \\
-        --model_name gnmt_small --runs 14
+        --model_name gnmt_small --runs 30
 
-Adds `rss_soak` (per model) to `benchmarks/results/serving_load.json`.
+Variants tell a leak from warm-up: `--label tcmalloc` with
+`LD_PRELOAD=.../libtcmalloc_minimal.so.4` in the environment (another
+allocator), `--sentence 7` (every request the same sentence: batches differ
+only in their row count). The allocator settings in the environment
+(`LD_PRELOAD`, `MALLOC_*`) are recorded with the result.
+
+Adds `rss_soak[<model_name>]` (or `rss_soak["<model_name> (<label>)"]`) to
+`benchmarks/results/serving_load.json`.
 """
 
 import argparse
@@ -36,11 +43,16 @@ def main(argv=None):
     parser.add_argument("--task", help="SRC,TGT,TAGS for task-space exports")
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--runs", type=int, default=14)
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--sentence", type=int,
+                        help="send only this one of serving_load.SENTENCES")
+    parser.add_argument("--label", help="result key suffix for a variant")
     parser.add_argument("--out", default=str(HERE / "results" /
                                              "serving_load.json"))
     args = parser.parse_args(argv)
     task = serving_load.task_inputs(args.task)
+    if args.sentence is not None:
+        serving_load.SENTENCES = [serving_load.SENTENCES[args.sentence]]
 
     with tempfile.TemporaryDirectory() as tmp:
         batching = os.path.join(tmp, "batching_parameters.txt")
@@ -66,12 +78,16 @@ def main(argv=None):
 
     soak = {"clients": args.clients, "seconds_per_round": args.seconds,
             "rss_mb_after_each_round": rss, "requests": requests,
-            "errors": errors,
+            "errors": errors, "sentences": serving_load.SENTENCES,
+            "allocator_environment": {
+                k: v for k, v in os.environ.items()
+                if k == "LD_PRELOAD" or k.startswith("MALLOC_")},
             "command": " ".join(["python", "benchmarks/serving_rss_soak.py"]
                                 + sys.argv[1:])}
     out = pathlib.Path(args.out)
     result = json.loads(out.read_text()) if out.exists() else {}
-    result.setdefault("rss_soak", {})[args.model_name] = soak
+    key = args.model_name + (f" ({args.label})" if args.label else "")
+    result.setdefault("rss_soak", {})[key] = soak
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(soak))
     return 0
