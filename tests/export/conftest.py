@@ -1,4 +1,5 @@
-"""Fixtures for the export tests: a tiny trained GNMT and its SavedModel.
+"""Fixtures for the export tests: a tiny trained GNMT and its SavedModel, and
+a tiny trained task-space Transformer.
 
 Training, exporting and loading the export in a fresh process take several
 seconds each, so all are session-scoped and shared by every test in
@@ -101,6 +102,27 @@ def export_dir(tmp_path_factory, tiny_model_dir):
                  "--beam-sizes", ",".join(map(str, EXTRA_BEAM_SIZES)),
                  "--warmup", str(warmup)])
     assert code == 0
+    return path
+
+
+@pytest.fixture(scope="session")
+def ts_model_dir(multiway_dir, tmp_path_factory):
+    """A transformer_tiny trained 60 steps on two directions (enough for
+    non-empty, input-dependent output; at 30 steps everything is "")."""
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60)
+    train_config = apply_overrides(train_config, [
+        "train_steps=60", "checkpoint_every=60", "learning_rate=0.02",
+        "label_smoothing=0.0"])
+    path = tmp_path_factory.mktemp("ts_model")
+    train_task_space(path, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config, TaskSpaceOptions(validation_lines=0),
+                     log_every=1000)
     return path
 
 
