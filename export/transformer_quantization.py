@@ -19,20 +19,26 @@ Quantization points, with TFLite's int8 kernel each one serves:
   Gather table and the tied softmax projection's FullyConnected weights.
 - Learned (moving-average) activation ranges: every projection's output
   (queries, keys, values: also what the decoder's KV cache holds; attention
-  output; FFN inner after relu; FFN outer), the scaled queries, the
+  output; FFN inner after relu; FFN outer), the scaled queries (Mul), the
   attention scores before masking (BatchMatMul output), the attention
   context (BatchMatMul output, FullyConnected input), every residual sum
-  (Add), every LayerNorm output (FullyConnected input), the encoder and
+  (Add), every LayerNorm output (FullyConnected input), the looked-up
+  embeddings times `sqrt(d)` (Mul after the Gather), the encoder and
   decoder input embeddings (token + position + task vector) and the logits.
 - Fixed range [0, 1]: the attention probabilities (Softmax output).
+- Quantized again on their own grid (exact; it gives a converted graph
+  the scales of tensors that arrive as float inputs or would otherwise be
+  read from a float copy): keys and values entering `attend` (the KV cache
+  of `step`), the gathered embedding rows (the table's grid).
 
 What stays float (no range of its own; TFLite keeps these ops float with
 Quantize/Dequantize around them): LayerNorm's own arithmetic (mean,
 variance, rsqrt, gamma/beta; TFLite has no int8 LayerNorm kernel), the
-embedding's `sqrt(d)` scaling and its sums with the position encoding
-(sin/cos of the step's time) and the task vector (`TaskSpaceEncoding`, a
-float computation over small tables, once per sentence), the attention
-mask (a Select to a large negative value), attention dropout (training
+position encoding (sin/cos of the step's time) and its sum with the
+embeddings and the task vector (`TaskSpaceEncoding`, a float computation
+over small tables, once per sentence), the masked score value (the mask
+Select keeps the scores' grid, so a masked score becomes the bottom of
+the scores' range rather than -1e9 in int8), attention dropout (training
 only), and the final log-softmax of `step`.
 """
 
@@ -91,12 +97,14 @@ class TransformerBlockQuantizeConfig(quantization.LayerQuantizeConfig):
 
 
 class SharedEmbeddingQuantizeConfig(quantization.LayerQuantizeConfig):
-    """The tied `embeddings` table and the logits (a learned range)."""
+    """The tied `embeddings` table, the scaled lookup and the logits
+    (learned ranges)."""
 
     weight_names = ("embeddings",)
 
     def activation_quantizers(self):
-        return {"logits": activation_quantizer()}
+        return {"lookup": activation_quantizer(),
+                "logits": activation_quantizer()}
 
 
 class TransformerInputQuantizeConfig(quantization.LayerQuantizeConfig):
@@ -170,13 +178,25 @@ class QATCachedMultiHeadAttention(quantization.FakeQuantMixin,
                                   CachedMultiHeadAttention):
     """`CachedMultiHeadAttention` with `QATEinsumDense` projections and the
     points of `MultiHeadAttentionQuantizeConfig`, in `call` and in the
-    `project_query` / `project_key_value` / `attend` parts alike."""
+    `project_query` / `project_key_value` / `attend` parts alike; `attend`
+    puts keys and values (maybe from a cache) back on their projection's
+    grid."""
 
     einsum_dense_class = QATEinsumDense
 
     def build(self, input_shape):
         super().build(input_shape)
         self._build_quantizers(MultiHeadAttentionQuantizeConfig())
+
+    def attend(self, query, key, value, mask=None, training=False):
+        # Keys and values may come from a decoding cache, a float input of a
+        # converted step graph: quantizing them again on their projection's
+        # grid (exact for values already on it) gives the converter their
+        # scale, so the attention BatchMatMuls run int8.
+        key = self._key_dense.fake_quant("output", key, False, observe=False)
+        value = self._value_dense.fake_quant("output", value, False,
+                                             observe=False)
+        return super().attend(query, key, value, mask, training)
 
 
 class QATTransformerEncoderLayer(quantization.FakeQuantMixin,
@@ -206,9 +226,18 @@ class QATTransformerDecoderLayer(QATTransformerEncoderLayer,
 
 class QATSharedEmbedding(quantization.FakeQuantMixin, SharedEmbedding):
     """`SharedEmbedding` whose lookup and tied projection both use the
-    fake-quantized table, with fake-quantized logits
-    (`SharedEmbeddingQuantizeConfig`)."""
+    fake-quantized table, with fake-quantized scaled lookups and logits
+    (`SharedEmbeddingQuantizeConfig`); float32 only."""
 
     def build(self, input_shape=None):
         super().build(input_shape)
         self._build_quantizers(SharedEmbeddingQuantizeConfig())
+
+    def call(self, ids):
+        table = self.quantized_weight("embeddings", self.embeddings)
+        # The rows again on the table's grid (exact; inference mode, so the
+        # table's range is not updated from them): TFLite then gathers
+        # from the int8 table instead of from a float copy of it.
+        rows = self.quantized_weight("embeddings", tf.gather(table, ids),
+                                     training=False)
+        return self.fake_quant("lookup", rows * self.hidden_dim ** 0.5)
