@@ -72,10 +72,12 @@ def weight_quantizer():
         num_bits=NUM_BITS, per_axis=False, symmetric=True, narrow_range=True)
 
 
-def activation_quantizer():
-    """int8 activations with a learned (moving-average) asymmetric range."""
+def activation_quantizer(symmetric=False):
+    """int8 activations with a learned (moving-average) range, asymmetric
+    unless `symmetric` (zero point 0)."""
     return quantizers.MovingAverageQuantizer(
-        num_bits=NUM_BITS, per_axis=False, symmetric=False, narrow_range=False)
+        num_bits=NUM_BITS, per_axis=False, symmetric=symmetric,
+        narrow_range=False)
 
 
 def fixed_quantizer(low, high):
@@ -490,7 +492,8 @@ def calibrate(model, batches):
 
     Runs the teacher-forced pass in inference mode with fake quantization of
     activations turned off and sets each learned range to the mean of the
-    per-batch minima and maxima (zero always included, as TFLite needs).
+    per-batch minima and maxima (zero always included, as TFLite needs;
+    symmetric around zero for a symmetric quantizer).
 
     Args:
       model: a QAT model (`export.qat.QATGNMT`,
@@ -516,7 +519,10 @@ def calibrate(model, batches):
             layer._fq.calibration = None
     for layer, points in stats.items():
         for point, (low, high, n) in points.items():
-            weights = layer._fq.activations[point][1]
-            weights["min_var"].assign(min(low / n, 0.0))
-            weights["max_var"].assign(max(high / n, 0.0))
+            quantizer, weights = layer._fq.activations[point]
+            low, high = min(low / n, 0.0), max(high / n, 0.0)
+            if quantizer.get_config().get("symmetric"):
+                low, high = -max(-low, high), max(-low, high)
+            weights["min_var"].assign(low)
+            weights["max_var"].assign(high)
     return count

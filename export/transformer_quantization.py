@@ -18,8 +18,8 @@ Quantization points, with TFLite's int8 kernel each one serves:
   and the shared embedding table (`QATSharedEmbedding`), which is both the
   Gather table and the tied softmax projection's FullyConnected weights.
 - Learned (moving-average) activation ranges: every projection's output
-  (queries, keys, values: also what the decoder's KV cache holds; attention
-  output; FFN inner after relu; FFN outer), the scaled queries (Mul), the
+  (queries; keys and values, symmetric, also what the decoder's KV cache
+  holds; attention output; FFN inner after relu; FFN outer), the scaled queries (Mul), the
   attention scores before masking (BatchMatMul output), the attention
   context (BatchMatMul output, FullyConnected input), every residual sum
   (Add), every LayerNorm output (FullyConnected input), the looked-up
@@ -56,6 +56,17 @@ from task_space.transformer_decoder_layer import TransformerDecoderLayer
 from task_space.transformer_encoder_layer import TransformerEncoderLayer
 
 activation_quantizer = quantization.activation_quantizer
+
+
+class SymmetricDenseQuantizeConfig(quantization.DenseQuantizeConfig):
+    """`kernel` and the output, whose learned range is symmetric (zero
+    point 0): for the attention's keys and values, the right-hand operands
+    of its BatchMatMuls. TFLite's int8 BatchMatMul gets those wrong with a
+    nonzero zero point (measured with TF 2.21: scores several quantization
+    steps off; exact once the keys' range is symmetric)."""
+
+    def activation_quantizers(self):
+        return {"output": activation_quantizer(symmetric=True)}
 
 
 class LayerNormQuantizeConfig(quantization.LayerQuantizeConfig):
@@ -137,13 +148,19 @@ class QATEinsumDense(quantization.FakeQuantMixin, keras.layers.EinsumDense):
 
     The einsum runs as one 2-D matmul (input flattened to `[-1, in]`,
     kernel to `[in, out]`): the same arithmetic, and what TFLite runs as an
-    int8 FullyConnected with the kernel stored int8.
+    int8 FullyConnected with the kernel stored int8. With
+    `symmetric_output` set before it is built, the output range is
+    symmetric (`SymmetricDenseQuantizeConfig`).
     """
+
+    symmetric_output = False
 
     def build(self, input_shape):
         _, self._contracted, _ = _matmul_equation(self.equation)
         super().build(input_shape)
-        self._build_quantizers(quantization.DenseQuantizeConfig())
+        self._build_quantizers(
+            SymmetricDenseQuantizeConfig() if self.symmetric_output
+            else quantization.DenseQuantizeConfig())
 
     def call(self, inputs, training=None):
         kernel = self.quantized_weight("kernel", self.kernel, training)
@@ -183,6 +200,11 @@ class QATCachedMultiHeadAttention(quantization.FakeQuantMixin,
     grid."""
 
     einsum_dense_class = QATEinsumDense
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for dense in (self._key_dense, self._value_dense):
+            dense.symmetric_output = True  # BatchMatMul right-hand operands
 
     def build(self, input_shape):
         super().build(input_shape)

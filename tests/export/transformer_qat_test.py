@@ -64,6 +64,19 @@ def test_quantize_configs():
         tq._matmul_equation("btd,hdk->bthk")
 
 
+def test_key_value_ranges_symmetric(qat_model):
+    """TFLite's int8 BatchMatMul needs a zero zero point on keys/values."""
+    for layer in qat_model.decoder_layers:
+        for attention in (layer._attention, layer._cross_attention):
+            for dense, symmetric in ((attention._key_dense, True),
+                                     (attention._value_dense, True),
+                                     (attention._query_dense, False)):
+                ranges = dense._fq.activations["output"][1]
+                low = ranges["min_var"].numpy()
+                high = ranges["max_var"].numpy()
+                assert (low == -high) == symmetric, dense.name
+
+
 def test_restores_float_weights(qat_model, float_model):
     from export import quantization
     from export.qat import variables_by_name
