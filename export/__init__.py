@@ -11,6 +11,8 @@
   same for task-space Transformers (task ids in, `task.json` for the host);
 - `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
   layers and quantization-aware fine-tuning of GNMT;
+- `export.transformer_quantization` / `export.transformer_qat`: the same for
+  the task-space Transformer;
 - `export.tflite_int8`: int8 TFLite from a QAT model (or post-training);
 - `export.cli`: `gnmt-tf export ACTION`.
 

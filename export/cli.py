@@ -8,8 +8,9 @@ Actions:
   (`export.tflite.export_tflite`; task-space model directories also get a
   ``task.json``, see `export.task_space_tflite`); with ``--int8`` an int8
   model (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
-- ``qat``: quantization-aware fine-tuning of a float GNMT model directory
-  into a QAT model directory (`export.qat.qat_finetune`).
+- ``qat``: quantization-aware fine-tuning of a float GNMT or task-space
+  Transformer model directory into a QAT model directory
+  (`export.qat.qat_finetune`, which dispatches on the model type).
 - ``tensorrt``: TF-TRT conversion of an exported SavedModel
   (`export.tensorrt`); without a GPU and TensorRT it says what is missing
   and exits with code 2.
@@ -95,7 +96,8 @@ def register(subparsers):
     qat = actions.add_parser(
         "qat", help="quantization-aware fine-tuning (for export tflite --int8)")
     qat.add_argument("--model", required=True,
-                     help="trained float GNMT model directory")
+                     help="trained float model directory (GNMT or "
+                          "task-space Transformer)")
     qat.add_argument("--out", required=True,
                      help="QAT model directory to write (or resume)")
     qat.add_argument("--data-dir", help="training data (default $GNMT_TF_DATA)")

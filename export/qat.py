@@ -20,6 +20,11 @@ GNMT's own quantization-friendly constraints stay in force: with
 `cell_clip` (delta), which is also the cell-state quantization range, and is
 held fixed during fine-tuning at its trained value; with `logit_clip` the
 logits' range is [-gamma, gamma].
+
+`qat_finetune` on a task-space Transformer directory hands over to
+`export.transformer_qat`, which reuses this module's model-independent
+parts: `copy_float_weights`, `finetune_train_config`, `prepare_out_dir` and
+`finetune` (ranges, calibration, `model.fit`).
 """
 
 import dataclasses
@@ -133,8 +138,25 @@ class OutputQuantizers(quantization.FakeQuantMixin, keras.layers.Layer):
         return inputs
 
 
-def _variable_key(variable):
-    return variable.name.split("/", 1)[-1]  # without the model's name
+def variables_by_name(model):
+    """`{variable name without the model's name: variable}` of `model`.
+
+    GNMT's variables start with the model's name, the task-space
+    Transformer's (built at construction, outside the model's name scope)
+    do not.
+
+    Raises:
+      ValueError: two variables with one name.
+    """
+    prefix = model.name + "/"
+    variables = {}
+    for variable in model.variables:
+        name = variable.name
+        name = name[len(prefix):] if name.startswith(prefix) else name
+        if name in variables:
+            raise ValueError(f"{model.name} has two variables named {name}")
+        variables[name] = variable
+    return variables
 
 
 def copy_float_weights(float_model, qat_model):
@@ -148,9 +170,9 @@ def copy_float_weights(float_model, qat_model):
     Raises:
       ValueError: a float variable has no namesake of the same shape.
     """
-    targets = {_variable_key(v): v for v in qat_model.variables}
-    for variable in float_model.variables:
-        target = targets.get(_variable_key(variable))
+    targets = variables_by_name(qat_model)
+    for name, variable in variables_by_name(float_model).items():
+        target = targets.get(name)
         if target is None or target.shape != variable.shape:
             raise ValueError(f"QAT model has no variable like {variable.name} "
                              f"{variable.shape}")
@@ -188,26 +210,44 @@ def training_dataset(subwords, data_dir, src_lang, tgt_lang, train_config,
                         seed=train_config.seed)
 
 
-def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
-                 learning_rate=None, calibration_batches=20, log_every=100):
-    """Fine-tunes a float GNMT with fake quantization; writes a QAT model dir.
+def finetune_train_config(train_config, steps, minutes=None,
+                          learning_rate=None):
+    """The float run's `TrainConfig` adapted to QAT fine-tuning: `steps`
+    steps within `minutes`, a checkpoint at least every 500 steps, peak
+    learning rate `learning_rate` (default a tenth of the float run's) after
+    a short warm-up."""
+    steps = int(steps)
+    return dataclasses.replace(
+        train_config, train_steps=steps, max_minutes=minutes,
+        checkpoint_every=max(1, min(steps, 500)),
+        learning_rate=learning_rate or train_config.learning_rate / 10,
+        warmup_steps=max(1, min(100, steps // 10)))
 
-    Example:
-      >>> qat_finetune("runs/en-de", "runs/en-de-qat", "data/multi30k",
-      ...              steps=2000)
-      >>> export.tflite_int8.export_tflite_int8("runs/en-de-qat", "out/")
+
+def prepare_out_dir(model_dir, out_model_dir):
+    """Creates the QAT model directory with the float model's vocabulary."""
+    out = pathlib.Path(out_model_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE,
+                    out / model_dir_lib.VOCAB_FILE)
+    return out
+
+
+def finetune(model, train_config, dataset, out, calibration_batches=20,
+             log_every=100):
+    """Sets ranges, then fine-tunes `model` with the project's trainer.
+
+    A fresh run sets the weight ranges from the weights and the activation
+    ranges from `calibration_batches` batches of `dataset`; a resumed run
+    (a checkpoint in `out`) restores them instead. Training is
+    `gnmt_tf.training.trainer.fit`: checkpoints, resume, time budget.
 
     Args:
-      model_dir: a trained float GNMT model directory.
-      out_model_dir: the QAT model directory to write (or resume).
-      data_dir: directory with `train.<src>` / `train.<tgt>` (and `val.*`);
-        the languages are the model's (`config.json`).
-      steps: int. Fine-tuning optimizer steps.
-      minutes: float or None. Wall-time budget (stops and checkpoints).
-      learning_rate: float or None. Peak learning rate; default a tenth of
-        the float run's.
-      calibration_batches: int. Training batches that set the initial
-        activation ranges (0: keep tfmot's initial [-6, 6]).
+      model: a QAT model with the float weights, built.
+      train_config: `TrainConfig` (`finetune_train_config`).
+      dataset: `(features, labels)` training batches.
+      out: the QAT model directory (`config.json` already written).
+      calibration_batches: int (0: keep tfmot's initial [-6, 6]).
       log_every: int. Progress line every N steps.
 
     Returns:
@@ -215,33 +255,8 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
     """
     from gnmt_tf.training import trainer
 
-    model, subwords, payload = load_qat_from_float(model_dir)
-    src_lang, tgt_lang = payload.get("src_lang"), payload.get("tgt_lang")
-    if not (src_lang and tgt_lang):
-        raise ValueError(f"{model_dir}/config.json names no src_lang/tgt_lang")
-    train_config = from_dict(TrainConfig, payload["train"])
-    delta = (float(model.cell_clip.numpy()) if model.cell_clip is not None
-             else train_config.delta_end)
-    lr = learning_rate or train_config.learning_rate / 10
-    train_config = dataclasses.replace(
-        train_config, train_steps=int(steps), max_minutes=minutes,
-        checkpoint_every=max(1, min(int(steps), 500)), learning_rate=lr,
-        warmup_steps=max(1, min(100, int(steps) // 10)),
-        # delta stays where the float training left it.
-        delta_start=delta, delta_end=delta, delta_anneal_steps=1)
-
-    out = pathlib.Path(out_model_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE,
-                    out / model_dir_lib.VOCAB_FILE)
-    model_dir_lib.write_config(
-        out, MODEL_TYPE, model.config, train_config,
-        {"src_lang": src_lang, "tgt_lang": tgt_lang,
-         "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
-    dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
-                               train_config)
     resuming = tf.train.latest_checkpoint(
-        str(out / model_dir_lib.CHECKPOINT_DIR)) is not None
+        str(pathlib.Path(out) / model_dir_lib.CHECKPOINT_DIR)) is not None
     if not resuming:
         quantization.init_weight_ranges(model)
         if calibration_batches:
@@ -253,3 +268,65 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
     print(f"QAT fine-tuning: {result.steps} steps in {result.seconds:.0f} s",
           file=sys.stderr)
     return result
+
+
+def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
+                 learning_rate=None, calibration_batches=20, log_every=100):
+    """Fine-tunes a float model with fake quantization; writes a QAT model dir.
+
+    A float GNMT becomes a ``gnmt_qat`` directory; a task-space Transformer
+    (``task_space_transformer``) is handed to
+    `export.transformer_qat.qat_finetune_transformer` and becomes a
+    ``task_space_transformer_qat`` one.
+
+    Example:
+      >>> qat_finetune("runs/en-de", "runs/en-de-qat", "data/multi30k",
+      ...              steps=2000)
+      >>> export.tflite_int8.export_tflite_int8("runs/en-de-qat", "out/")
+
+    Args:
+      model_dir: a trained float model directory.
+      out_model_dir: the QAT model directory to write (or resume).
+      data_dir: directory with `train.<src>` / `train.<tgt>` (and `val.*`);
+        the languages (GNMT) or directions and tags (task space) are the
+        model's (`config.json`).
+      steps: int. Fine-tuning optimizer steps.
+      minutes: float or None. Wall-time budget (stops and checkpoints).
+      learning_rate: float or None. Peak learning rate; default a tenth of
+        the float run's.
+      calibration_batches: int. Training batches that set the initial
+        activation ranges (0: keep tfmot's initial [-6, 6]).
+      log_every: int. Progress line every N steps.
+
+    Returns:
+      `gnmt_tf.training.trainer.TrainResult`.
+    """
+    from task_space import registry as task_space_registry  # no TensorFlow
+
+    if task_space_registry.is_task_space_model_dir(model_dir):
+        from export.transformer_qat import qat_finetune_transformer
+
+        return qat_finetune_transformer(
+            model_dir, out_model_dir, data_dir, steps, minutes, learning_rate,
+            calibration_batches, log_every)
+    model, subwords, payload = load_qat_from_float(model_dir)
+    src_lang, tgt_lang = payload.get("src_lang"), payload.get("tgt_lang")
+    if not (src_lang and tgt_lang):
+        raise ValueError(f"{model_dir}/config.json names no src_lang/tgt_lang")
+    train_config = from_dict(TrainConfig, payload["train"])
+    delta = (float(model.cell_clip.numpy()) if model.cell_clip is not None
+             else train_config.delta_end)
+    train_config = dataclasses.replace(
+        finetune_train_config(train_config, steps, minutes, learning_rate),
+        # delta stays where the float training left it.
+        delta_start=delta, delta_end=delta, delta_anneal_steps=1)
+
+    out = prepare_out_dir(model_dir, out_model_dir)
+    model_dir_lib.write_config(
+        out, MODEL_TYPE, model.config, train_config,
+        {"src_lang": src_lang, "tgt_lang": tgt_lang,
+         "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
+    dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
+                               train_config)
+    return finetune(model, train_config, dataset, out, calibration_batches,
+                    log_every)

@@ -1,4 +1,4 @@
-"""Quantization-aware training for GNMT: `QuantizeConfig`s and fake-quant layers.
+"""Quantization-aware training: `QuantizeConfig`s and fake-quant layers.
 
 tensorflow-model-optimization (tfmot) quantizes a model by cloning it
 (`quantize_model` = `quantize_annotate_model` + `quantize_apply`), and its
@@ -29,6 +29,11 @@ So we keep tfmot's pieces and drop its model surgery:
   matmul, in `call` and in the one-step `step` alike. They keep the float
   layers' variable names, so a float checkpoint restores into them;
 - `export.qat.QATGNMT` swaps them into a `GNMT`.
+
+The same machinery (`LayerQuantizeConfig`, `FakeQuantMixin`,
+`init_weight_ranges`, `calibrate`, `QATDense`) quantizes the task-space
+Transformer: its layers are in `export.transformer_quantization`, the model
+in `export.transformer_qat`.
 
 Quantization points of one LSTM (`LSTMQuantizeConfig`): the weights `kernel`
 and `recurrent_kernel` (int8, symmetric, per tensor); the layer input; the
@@ -67,10 +72,12 @@ def weight_quantizer():
         num_bits=NUM_BITS, per_axis=False, symmetric=True, narrow_range=True)
 
 
-def activation_quantizer():
-    """int8 activations with a learned (moving-average) asymmetric range."""
+def activation_quantizer(symmetric=False):
+    """int8 activations with a learned (moving-average) range, asymmetric
+    unless `symmetric` (zero point 0)."""
     return quantizers.MovingAverageQuantizer(
-        num_bits=NUM_BITS, per_axis=False, symmetric=False, narrow_range=False)
+        num_bits=NUM_BITS, per_axis=False, symmetric=symmetric,
+        narrow_range=False)
 
 
 def fixed_quantizer(low, high):
@@ -115,7 +122,7 @@ class ClipRangeQuantizer(quantizers.Quantizer):
         return not self.__eq__(other)
 
 
-class GNMTQuantizeConfig(tfmot.quantization.keras.QuantizeConfig):
+class LayerQuantizeConfig(tfmot.quantization.keras.QuantizeConfig):
     """A tfmot `QuantizeConfig` for a layer with named activation points.
 
     tfmot's `get_activations_and_quantizers` covers `activation` attributes of
@@ -160,7 +167,7 @@ class GNMTQuantizeConfig(tfmot.quantization.keras.QuantizeConfig):
         return {}
 
 
-class LSTMQuantizeConfig(GNMTQuantizeConfig):
+class LSTMQuantizeConfig(LayerQuantizeConfig):
     """`kernel`, `recurrent_kernel`; input, input projection, `h`, clipped `c`.
 
     Args:
@@ -183,7 +190,7 @@ class LSTMQuantizeConfig(GNMTQuantizeConfig):
         return points
 
 
-class DenseQuantizeConfig(GNMTQuantizeConfig):
+class DenseQuantizeConfig(LayerQuantizeConfig):
     """`kernel` and the output (a learned range)."""
 
     weight_names = ("kernel",)
@@ -192,14 +199,14 @@ class DenseQuantizeConfig(GNMTQuantizeConfig):
         return {"output": activation_quantizer()}
 
 
-class EmbeddingQuantizeConfig(GNMTQuantizeConfig):
+class EmbeddingQuantizeConfig(LayerQuantizeConfig):
     """The `embeddings` table only: a lookup's output is the table's values,
     already on the table's int8 grid."""
 
     weight_names = ("embeddings",)
 
 
-class AttentionQuantizeConfig(GNMTQuantizeConfig):
+class AttentionQuantizeConfig(LayerQuantizeConfig):
     """Additive attention around its three `QATDense`s (which quantize their
     own kernels and outputs): memory in, tanh hidden layer [-1, 1], softmax
     probabilities [0, 1]."""
@@ -210,7 +217,7 @@ class AttentionQuantizeConfig(GNMTQuantizeConfig):
                 "probabilities": fixed_quantizer(0.0, 1.0)}
 
 
-class OutputQuantizeConfig(GNMTQuantizeConfig):
+class OutputQuantizeConfig(LayerQuantizeConfig):
     """GNMT's softmax projection: decoder output in, logits out.
 
     The projection matrix is the (tied) target embedding or the `output`
@@ -257,7 +264,12 @@ class _Quantizers:
 
 
 class FakeQuantMixin:
-    """Builds and applies a `GNMTQuantizeConfig`'s quantizers in a layer."""
+    """Builds and applies a `LayerQuantizeConfig`'s quantizers in a layer.
+
+    Put it first in a QAT layer's bases: its `quantized_weight` and
+    `fake_quant` then override a float layer's identity hooks of the same
+    names (`task_space.layer_utils.QuantizationPoints`).
+    """
 
     def _build_quantizers(self, quantize_config):
         fq = _Quantizers()
@@ -480,11 +492,14 @@ def calibrate(model, batches):
 
     Runs the teacher-forced pass in inference mode with fake quantization of
     activations turned off and sets each learned range to the mean of the
-    per-batch minima and maxima (zero always included, as TFLite needs).
+    per-batch minima and maxima (zero always included, as TFLite needs;
+    symmetric around zero for a symmetric quantizer).
 
     Args:
-      model: a QAT model (`export.qat.QATGNMT`), built.
-      batches: iterable of model inputs (`{"source_ids", "target_in_ids"}`).
+      model: a QAT model (`export.qat.QATGNMT`,
+        `export.transformer_qat.QATTaskSpaceTransformer`), built.
+      batches: iterable of model inputs (`{"source_ids", "target_in_ids"}`,
+        plus the task inputs for a task-space model).
 
     Returns:
       Number of batches used.
@@ -504,7 +519,10 @@ def calibrate(model, batches):
             layer._fq.calibration = None
     for layer, points in stats.items():
         for point, (low, high, n) in points.items():
-            weights = layer._fq.activations[point][1]
-            weights["min_var"].assign(min(low / n, 0.0))
-            weights["max_var"].assign(max(high / n, 0.0))
+            quantizer, weights = layer._fq.activations[point]
+            low, high = min(low / n, 0.0), max(high / n, 0.0)
+            if quantizer.get_config().get("symmetric"):
+                low, high = -max(-low, high), max(-low, high)
+            weights["min_var"].assign(low)
+            weights["max_var"].assign(high)
     return count

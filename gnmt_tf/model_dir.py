@@ -24,6 +24,9 @@ MODEL_TYPES = {
         "task_space.task_space_translation_model:TaskSpaceTranslationModel",
         "task_space.config:TransformerConfig"),
     "gnmt_qat": ("export.qat:QATGNMT", "gnmt_tf.config:GNMTConfig"),
+    "task_space_transformer_qat": (
+        "export.transformer_qat:QATTaskSpaceTransformer",
+        "task_space.config:TransformerConfig"),
 }
 
 

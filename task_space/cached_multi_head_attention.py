@@ -5,12 +5,13 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
+from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
 from task_space.layer_utils import mask_value
 
 
 @keras.utils.register_keras_serializable(package="task_space")
-class CachedMultiHeadAttention(keras.layers.Layer):
+class CachedMultiHeadAttention(QuantizationPoints, keras.layers.Layer):
     """Multi-head attention whose projections and attention are separable.
 
     `call(query, value, mask)` is ordinary multi-head attention (Vaswani et
@@ -38,7 +39,15 @@ class CachedMultiHeadAttention(keras.layers.Layer):
     Returns:
         `(output [B, T, d], probabilities [B, H, T, S])`; the probabilities
         are taken before dropout.
+
+    Quantization points (`QuantizationPoints`): the scaled queries
+    (`"query"`), the attention scores before masking (`"scores"`), the
+    probabilities and the context (the output projection's input); keys,
+    values and outputs are the projections' own outputs.
     """
+
+    # The projection layer class (a QAT variant swaps in its own).
+    einsum_dense_class = keras.layers.EinsumDense
 
     def __init__(self, num_heads, head_dim, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -48,7 +57,7 @@ class CachedMultiHeadAttention(keras.layers.Layer):
 
         # === Layers ===
         def projection(name):
-            return keras.layers.EinsumDense(
+            return self.einsum_dense_class(
                 "btd,dhk->bthk", output_shape=(None, num_heads, head_dim),
                 bias_axes="hk", dtype=self.dtype_policy, name=name)
 
@@ -62,7 +71,7 @@ class CachedMultiHeadAttention(keras.layers.Layer):
     def build(self, input_shape):
         hidden_dim = input_shape[-1]
         shape = (None, None, hidden_dim)
-        self._output_dense = keras.layers.EinsumDense(
+        self._output_dense = self.einsum_dense_class(
             "bthk,hkd->btd", output_shape=(None, hidden_dim), bias_axes="d",
             dtype=self.dtype_policy, name="output")
         for layer in (self._query_dense, self._key_dense, self._value_dense):
@@ -74,7 +83,7 @@ class CachedMultiHeadAttention(keras.layers.Layer):
     def project_query(self, x):
         """`[B, T, d]` -> scaled queries `[B, T, H, Dh]`."""
         scale = tf.cast(self.head_dim ** -0.5, self.compute_dtype)
-        return self._query_dense(x) * scale
+        return self.fake_quant("query", self._query_dense(x) * scale)
 
     def project_key_value(self, x):
         """`[B, S, d]` -> `(keys [B, S, H, Dh], values [B, S, H, Dh])`."""
@@ -82,13 +91,16 @@ class CachedMultiHeadAttention(keras.layers.Layer):
 
     def attend(self, query, key, value, mask=None, training=False):
         """Projected `query [B,T,H,Dh]`, `key`/`value [B,S,H,Dh]` -> call()."""
-        scores = tf.einsum("bthk,bshk->bhts", query, key)  # [B, H, T, S]
+        scores = self.fake_quant("scores", tf.einsum(
+            "bthk,bshk->bhts", query, key), training)  # [B, H, T, S]
         if mask is not None:
             scores = tf.where(mask[:, None, :, :], scores,
                               tf.cast(mask_value(scores.dtype), scores.dtype))
-        probabilities = tf.nn.softmax(scores, axis=-1)
+        probabilities = self.fake_quant(
+            "probabilities", tf.nn.softmax(scores, axis=-1), training)
         dropped = self._dropout_layer(probabilities, training=training)
-        context = tf.einsum("bhts,bshk->bthk", dropped, value)
+        context = self.fake_quant("context", tf.einsum(
+            "bhts,bshk->bthk", dropped, value), training)
         return self._output_dense(context), probabilities
 
     def call(self, query, value, mask=None, training=False):

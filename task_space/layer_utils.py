@@ -26,3 +26,22 @@ def causal_mask(length):
     """Bool `[length, length]`: True where query i may attend to key j<=i."""
     ones = tf.ones((length, length), tf.bool)
     return tf.linalg.band_part(ones, -1, 0)
+
+
+class QuantizationPoints:
+    """Names the weights and activations a quantized variant fake-quantizes.
+
+    The float layers route each weight that feeds an int8 kernel through
+    `quantized_weight` and each activation that needs an int8 range through
+    `fake_quant`; both are the identity here. The quantization-aware
+    variants (`export.transformer_quantization`) put
+    `export.quantization.FakeQuantMixin` first in their bases, which
+    overrides both, so the float and the QAT model share one `call` and one
+    incremental `step`.
+    """
+
+    def quantized_weight(self, name, variable, training=None):
+        return variable
+
+    def fake_quant(self, point, x, training=None):
+        return x

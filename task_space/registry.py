@@ -10,6 +10,10 @@ directories. `task_space.cli` (discovered by the `gnmt-tf` CLI),
 from gnmt_tf import model_dir as _model_dir
 
 MODEL_TYPE = "task_space_transformer"
+# Its quantization-aware variant (`export.transformer_qat`, registered in
+# `gnmt_tf.model_dir`): same config, vocabulary and task options.
+QAT_MODEL_TYPE = "task_space_transformer_qat"
+MODEL_TYPES = (MODEL_TYPE, QAT_MODEL_TYPE)
 MODEL_CLASS = ("task_space.task_space_translation_model:"
                "TaskSpaceTranslationModel")
 CONFIG_CLASS = "task_space.config:TransformerConfig"
@@ -18,9 +22,9 @@ _model_dir.register_model_type(MODEL_TYPE, MODEL_CLASS, CONFIG_CLASS)
 
 
 def is_task_space_model_dir(model_dir) -> bool:
-    """True when `model_dir/config.json` names the task-space model type
-    (False when there is no readable config)."""
+    """True when `model_dir/config.json` names a task-space model type,
+    float or QAT (False when there is no readable config)."""
     try:
-        return _model_dir.read_config(model_dir).get("model_type") == MODEL_TYPE
+        return _model_dir.read_config(model_dir).get("model_type") in MODEL_TYPES
     except (FileNotFoundError, ValueError):
         return False

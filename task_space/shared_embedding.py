@@ -5,9 +5,11 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
+from task_space.layer_utils import QuantizationPoints
+
 
 @keras.utils.register_keras_serializable(package="task_space")
-class SharedEmbedding(keras.layers.Layer):
+class SharedEmbedding(QuantizationPoints, keras.layers.Layer):
     """Token embedding tied with the output softmax projection.
 
     One matrix `E [V, d]` embeds source tokens, target tokens, and (its
@@ -45,16 +47,20 @@ class SharedEmbedding(keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, ids):
-        embeddings = tf.cast(self.embeddings, self.compute_dtype)
+        embeddings = tf.cast(
+            self.quantized_weight("embeddings", self.embeddings),
+            self.compute_dtype)
         scale = tf.cast(self.hidden_dim ** 0.5, self.compute_dtype)
         return tf.gather(embeddings, ids) * scale
 
     def project(self, x):
-        embeddings = tf.cast(self.embeddings, x.dtype)
+        embeddings = tf.cast(
+            self.quantized_weight("embeddings", self.embeddings), x.dtype)
         # A plain 2-D matmul: TF's CPU float16 einsum with "..." gave wrong
         # results (TF 2.21), breaking mixed_float16 decoding.
         flat = tf.reshape(x, [-1, self.hidden_dim])
-        logits = tf.matmul(flat, embeddings, transpose_b=True)
+        logits = self.fake_quant(
+            "logits", tf.matmul(flat, embeddings, transpose_b=True))
         return tf.reshape(
             logits, tf.concat([tf.shape(x)[:-1], [self.vocabulary_size]], 0))
 

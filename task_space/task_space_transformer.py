@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from task_space.config import TransformerConfig
+from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
 from task_space.layer_utils import causal_mask
 from task_space.shared_embedding import SharedEmbedding
@@ -20,7 +21,7 @@ TASK_KEYS = ("src_lang", "tgt_lang", "tags")
 
 
 @keras.utils.register_keras_serializable(package="task_space")
-class TaskSpaceTransformer(keras.Model):
+class TaskSpaceTransformer(QuantizationPoints, keras.Model):
     """Pre-LN Transformer conditioned on a task (direction + scene tags).
 
     The encoder-decoder of Vaswani et al. (2017) with pre-layer-norm blocks,
@@ -64,7 +65,19 @@ class TaskSpaceTransformer(keras.Model):
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     model.fit(dataset)  # yields (features_dict, target_out_ids, weights)
     ```
+
+    Quantization points (`QuantizationPoints`; the QAT variant is
+    `export.transformer_qat.QATTaskSpaceTransformer`): the encoder's and
+    the decoder's input embeddings, `"encoder_input"` / `"decoder_input"`
+    (token embedding + position + task vector), besides those of its
+    layers.
     """
+
+    # Sublayer classes (a QAT variant swaps in its own).
+    embedding_class = SharedEmbedding
+    encoder_layer_class = TransformerEncoderLayer
+    decoder_layer_class = TransformerDecoderLayer
+    layer_norm_class = keras.layers.LayerNormalization
 
     def __init__(self, config, **kwargs):
         if isinstance(config, Mapping):
@@ -77,7 +90,7 @@ class TaskSpaceTransformer(keras.Model):
         c, policy = config, self.dtype_policy
 
         # === Layers ===
-        self.embedding = SharedEmbedding(
+        self.embedding = self.embedding_class(
             c.vocabulary_size, c.hidden_dim, dtype=policy, name="embedding")
         self.position_encoding = SinusoidalPositionEncoding(
             c.hidden_dim, dtype=policy, name="position_encoding")
@@ -92,13 +105,13 @@ class TaskSpaceTransformer(keras.Model):
             dropout=c.dropout, attention_dropout=c.attention_dropout,
             layer_norm_epsilon=c.layer_norm_epsilon, dtype=policy)
         self.encoder_layers = [
-            TransformerEncoderLayer(**layer_args, name=f"encoder_layer_{i}")
+            self.encoder_layer_class(**layer_args, name=f"encoder_layer_{i}")
             for i in range(c.num_layers)]
         self.decoder_layers = [
-            TransformerDecoderLayer(**layer_args, name=f"decoder_layer_{i}")
+            self.decoder_layer_class(**layer_args, name=f"decoder_layer_{i}")
             for i in range(c.num_layers)]
         self.encoder_norm, self.decoder_norm = [
-            keras.layers.LayerNormalization(
+            self.layer_norm_class(
                 epsilon=c.layer_norm_epsilon, dtype=policy, name=name)
             for name in ("encoder_norm", "decoder_norm")]
         self.embedding_dropout = keras.layers.Dropout(c.dropout, dtype=policy)
@@ -115,11 +128,13 @@ class TaskSpaceTransformer(keras.Model):
         """A fresh model from a `task_space.presets` name, with overrides."""
         return cls(TransformerConfig.from_preset(name, **overrides))
 
-    def _embed(self, ids, task, positions, training):
-        """ids `[B, T]`, task `[B, d]`, positions `[T]` -> `[B, T, d]`."""
-        x = self.embedding(ids) + self.position_encoding(positions)[None]
+    def _embed(self, ids, task, positions, side, training=False):
+        """The `side` ("encoder"/"decoder") input: ids `[B, T]`, task
+        `[B, d]` or None, positions `[T]` or `[B, T]` -> `[B, T, d]`."""
+        x = self.embedding(ids) + self.position_encoding(positions)
         if task is not None:
             x += task[:, None, :]
+        x = self.fake_quant(f"{side}_input", x, training)
         return self.embedding_dropout(x, training=training)
 
     def encode(self, source_ids, src_lang=None, tgt_lang=None, tags=None,
@@ -149,7 +164,8 @@ class TaskSpaceTransformer(keras.Model):
             encoded["decoder_task"] = self.decoder_task_encoding(
                 src_lang, tgt_lang, tags)
         x = self._embed(source_ids, encoder_task,
-                        tf.range(tf.shape(source_ids)[1]), training)
+                        tf.range(tf.shape(source_ids)[1]), "encoder",
+                        training)
         mask = source_mask[:, None, :]  # [B, 1, S]
         for layer in self.encoder_layers:
             x = layer(x, mask=mask, training=training)
@@ -164,7 +180,7 @@ class TaskSpaceTransformer(keras.Model):
         self_mask = causal_mask(length)[None] & target_mask[:, None, :]
         cross_mask = encoded["source_mask"][:, None, :]  # [B, 1, S]
         x = self._embed(target_in_ids, encoded.get("decoder_task"),
-                        tf.range(length), training)
+                        tf.range(length), "decoder", training)
         maps = []
         for layer in self.decoder_layers:
             x, probabilities = layer(x, encoded["memory"], self_mask=self_mask,
@@ -239,10 +255,8 @@ class TaskSpaceTransformer(keras.Model):
             shapes).
         """
         time = state["time"]
-        x = self.embedding(ids) + self.position_encoding(time)  # [N, d]
-        if "decoder_task" in state:
-            x += state["decoder_task"]
-        x = x[:, None, :]  # [N, 1, d]
+        x = self._embed(ids[:, None], state.get("decoder_task"),
+                        time[:, None], "decoder")  # [N, 1, d]
         cross_mask = state["source_mask"][:, None, :]  # [N, 1, S]
         new_state = dict(state, time=time + 1)
         for i, layer in enumerate(self.decoder_layers):

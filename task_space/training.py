@@ -83,17 +83,22 @@ def get_preset(name):
     return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]
 
 
-def read_task_space_config(model_dir):
+def read_task_space_config(model_dir, model_types=registry.MODEL_TYPES):
     """`(TransformerConfig, TaskSpaceOptions)` saved in a model directory.
+
+    Args:
+        model_dir: str or Path.
+        model_types: the model types accepted (default: float and QAT).
 
     Raises:
         FileNotFoundError: not a model directory.
-        ValueError: not a task-space model directory.
+        ValueError: not a task-space model directory (of `model_types`).
     """
     payload = model_dir_lib.read_config(model_dir)
-    if payload.get("model_type") != registry.MODEL_TYPE:
+    if payload.get("model_type") not in model_types:
         raise ValueError(f"{model_dir} holds a {payload.get('model_type')!r} "
-                         f"model, not a {registry.MODEL_TYPE!r} one")
+                         f"model, not a {' or '.join(map(repr, model_types))} "
+                         "one")
     options = TaskSpaceOptions(**payload.get("task_space", {}))
     return TransformerConfig.from_dict(payload["model"]), options
 
@@ -146,7 +151,8 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
 
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
     if config_path.exists():
-        model_config, saved = read_task_space_config(model_dir)
+        model_config, saved = read_task_space_config(
+            model_dir, (registry.MODEL_TYPE,))
         if options.directions is not None and (
                 data_lib.parse_directions(options.directions,
                                           model_config.languages)

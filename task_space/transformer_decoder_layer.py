@@ -5,7 +5,6 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
-from task_space.cached_multi_head_attention import CachedMultiHeadAttention
 from task_space.layer_utils import build_sublayer
 from task_space.transformer_encoder_layer import TransformerEncoderLayer
 
@@ -35,15 +34,18 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
 
     Returns:
         `(x [B, T, d], cross_attention [B, H, T, S])`.
+
+    Quantization points: as `TransformerEncoderLayer`, plus
+    `"cross_attention_residual"`.
     """
 
     def build(self, input_shape):
         super().build(input_shape)
         hidden_dim = input_shape[-1]
-        self._cross_attention_norm = keras.layers.LayerNormalization(
+        self._cross_attention_norm = self.layer_norm_class(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
             name="cross_attention_norm")
-        self._cross_attention = CachedMultiHeadAttention(
+        self._cross_attention = self.attention_class(
             self.num_heads, hidden_dim // self.num_heads,
             dropout=self.attention_dropout, dtype=self.dtype_policy,
             name="cross_attention")
@@ -60,14 +62,14 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         h, probabilities = self._cross_attention.attend(
             self._cross_attention.project_query(h), cross_key, cross_value,
             mask=cross_mask, training=training)
-        x = x + self._dropout_layer(h, training=training)
+        x = self.residual(x, h, "cross_attention", training)
         return self.feed_forward(x, training=training), probabilities
 
     def call(self, x, memory, self_mask=None, cross_mask=None,
              training=False):
         h = self._attention_norm(x)
         h, _ = self._attention(h, h, mask=self_mask, training=training)
-        x = x + self._dropout_layer(h, training=training)
+        x = self.residual(x, h, "self_attention", training)
         cross_key, cross_value = self.compute_cross_key_value(memory)
         return self._cross_attention_and_ffn(
             x, cross_key, cross_value, cross_mask, training)
@@ -99,7 +101,7 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         values = tf.where(write, value, cache["self_value"])
         self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
         h, _ = self._attention.attend(query, keys, values, mask=self_mask)
-        x = x + h
+        x = self.residual(x, h, "self_attention")
         x, probabilities = self._cross_attention_and_ffn(
             x, cache["cross_key"], cache["cross_value"], cross_mask, False)
         new_cache = dict(cache, self_key=keys, self_value=values)

@@ -5,11 +5,12 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tf_keras as keras
 
 from task_space.cached_multi_head_attention import CachedMultiHeadAttention
+from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
 
 
 @keras.utils.register_keras_serializable(package="task_space")
-class TransformerEncoderLayer(keras.layers.Layer):
+class TransformerEncoderLayer(QuantizationPoints, keras.layers.Layer):
     """Self-attention and feed-forward blocks with pre-layer normalization.
 
     `x = x + dropout(SelfAttention(LayerNorm(x)))`, then
@@ -33,7 +34,15 @@ class TransformerEncoderLayer(keras.layers.Layer):
 
     Returns:
         float `[B, S, d]`.
+
+    Quantization points (`QuantizationPoints`): each residual sum,
+    `"<block>_residual"` for the blocks `"self_attention"` and `"ffn"`.
     """
+
+    # Sublayer classes (a QAT variant swaps in its own).
+    attention_class = CachedMultiHeadAttention
+    dense_class = keras.layers.Dense
+    layer_norm_class = keras.layers.LayerNormalization
 
     def __init__(self, num_heads, intermediate_dim, dropout=0.0,
                  attention_dropout=0.0, layer_norm_epsilon=1e-6, **kwargs):
@@ -50,19 +59,19 @@ class TransformerEncoderLayer(keras.layers.Layer):
 
         # === Layers ===
         def layer_norm(name):
-            return keras.layers.LayerNormalization(
+            return self.layer_norm_class(
                 epsilon=self.layer_norm_epsilon, dtype=policy, name=name)
 
         self._attention_norm = layer_norm("self_attention_norm")
-        self._attention = CachedMultiHeadAttention(
+        self._attention = self.attention_class(
             self.num_heads, hidden_dim // self.num_heads,
             dropout=self.attention_dropout, dtype=policy,
             name="self_attention")
         self._ffn_norm = layer_norm("ffn_norm")
-        self._ffn_inner = keras.layers.Dense(
+        self._ffn_inner = self.dense_class(
             self.intermediate_dim, activation="relu", dtype=policy,
             name="ffn_inner")
-        self._ffn_outer = keras.layers.Dense(
+        self._ffn_outer = self.dense_class(
             hidden_dim, dtype=policy, name="ffn_outer")
         self._dropout_layer = keras.layers.Dropout(self.dropout, dtype=policy)
 
@@ -73,16 +82,22 @@ class TransformerEncoderLayer(keras.layers.Layer):
         build_sublayer(self._ffn_outer, (None, None, self.intermediate_dim))
         super().build(input_shape)
 
+    def residual(self, x, h, block, training=False):
+        """`x + dropout(h)`: the residual sum after `block`."""
+        return self.fake_quant(
+            f"{block}_residual", x + self._dropout_layer(h, training=training),
+            training)
+
     def feed_forward(self, x, training=False):
         """The residual FFN block, `[B, T, d] -> [B, T, d]`."""
         h = self._ffn_inner(self._ffn_norm(x))
         h = self._ffn_outer(self._dropout_layer(h, training=training))
-        return x + self._dropout_layer(h, training=training)
+        return self.residual(x, h, "ffn", training)
 
     def call(self, x, mask=None, training=False):
         h = self._attention_norm(x)
         h, _ = self._attention(h, h, mask=mask, training=training)
-        x = x + self._dropout_layer(h, training=training)
+        x = self.residual(x, h, "self_attention", training)
         return self.feed_forward(x, training=training)
 
     def get_config(self):

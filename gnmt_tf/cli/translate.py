@@ -178,8 +178,9 @@ def run(args):
         raise ValueError("give --model DIR (or --server HOST:PORT, or "
                          "--tflite FILE)")
     from gnmt_tf.model_dir import read_config
+    from task_space.registry import MODEL_TYPES as TASK_SPACE_TYPES
 
-    if read_config(args.model).get("model_type") == "task_space_transformer":
+    if read_config(args.model).get("model_type") in TASK_SPACE_TYPES:
         from task_space.cli import translate_from_args
 
         return translate_from_args(args)

@@ -1,0 +1,184 @@
+"""Quantization-aware training of the task-space Transformer
+(`export.transformer_quantization`, `export.transformer_qat`)."""
+
+import numpy as np
+import pytest
+
+import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+
+
+@pytest.fixture(scope="module")
+def float_model(ts_model_dir):
+    from gnmt_tf.model_dir import load_model
+
+    return load_model(ts_model_dir)[0]
+
+
+@pytest.fixture(scope="module")
+def batches(ts_model_dir, multiway_dir):
+    """Five training batches of the directions the model was trained on."""
+    from export.transformer_qat import training_dataset
+    from gnmt_tf.config import TrainConfig
+    from gnmt_tf.text.subword import Subwords
+    from task_space.training import read_task_space_config
+
+    config, options = read_task_space_config(ts_model_dir)
+    subwords = Subwords(ts_model_dir / "spm.model")
+    dataset = training_dataset(subwords, multiway_dir, config, options,
+                               TrainConfig(max_tokens=256, max_length=16,
+                                           shuffle_buffer=64))
+    return [features for features, _ in dataset.take(5)]
+
+
+@pytest.fixture(scope="module")
+def qat_model(ts_model_dir, batches):
+    """The float model restored into a QAT model, ranges calibrated."""
+    from export import quantization
+    from export.transformer_qat import load_qat_from_float
+
+    model, _, _ = load_qat_from_float(ts_model_dir)
+    quantization.init_weight_ranges(model)
+    assert quantization.calibrate(model, batches[:4]) == 4
+    return model
+
+
+def test_quantize_configs():
+    import tensorflow_model_optimization as tfmot
+
+    from export import transformer_quantization as tq
+
+    quantizers = tfmot.quantization.keras.quantizers
+    attention = tq.MultiHeadAttentionQuantizeConfig().activation_quantizers()
+    assert set(attention) == {"query", "scores", "probabilities", "context"}
+    assert isinstance(attention["probabilities"], quantizers.FixedQuantizer)
+    assert isinstance(attention["scores"], quantizers.MovingAverageQuantizer)
+    decoder = tq.TransformerBlockQuantizeConfig(
+        tq.QATTransformerDecoderLayer.residual_blocks)
+    assert set(decoder.activation_quantizers()) == {
+        "self_attention_residual", "cross_attention_residual", "ffn_residual"}
+    embedding = tq.SharedEmbeddingQuantizeConfig()
+    assert set(embedding.weight_quantizers()) == {"embeddings"}
+    assert embedding.weight_quantizers()["embeddings"].get_config()[
+        "symmetric"]
+    with pytest.raises(ValueError, match="equation"):
+        tq._matmul_equation("btd,hdk->bthk")
+
+
+def test_key_value_ranges_symmetric(qat_model):
+    """TFLite's int8 BatchMatMul needs a zero zero point on keys/values."""
+    for layer in qat_model.decoder_layers:
+        for attention in (layer._attention, layer._cross_attention):
+            for dense, symmetric in ((attention._key_dense, True),
+                                     (attention._value_dense, True),
+                                     (attention._query_dense, False)):
+                ranges = dense._fq.activations["output"][1]
+                low = ranges["min_var"].numpy()
+                high = ranges["max_var"].numpy()
+                assert (low == -high) == symmetric, dense.name
+
+
+def test_restores_float_weights(qat_model, float_model):
+    from export import quantization
+    from export.qat import variables_by_name
+
+    layers = {type(layer).__name__
+              for layer in quantization.qat_layers(qat_model)}
+    assert layers == {
+        "QATTaskSpaceTransformer", "QATSharedEmbedding", "QATEinsumDense",
+        "QATCachedMultiHeadAttention", "QATTransformerEncoderLayer",
+        "QATTransformerDecoderLayer", "QATDense", "QATLayerNormalization"}
+    float_variables = variables_by_name(float_model)
+    qat_variables = variables_by_name(qat_model)
+    assert len(float_variables) > 50
+    for name, variable in float_variables.items():
+        np.testing.assert_array_equal(qat_variables[name].numpy(),
+                                      variable.numpy(), err_msg=name)
+    extra = set(qat_variables) - set(float_variables)
+    assert extra and all(n.endswith(("_min:0", "_max:0")) for n in extra)
+
+
+def test_outputs_close_to_float_but_quantized(qat_model, float_model,
+                                              batches):
+    import tensorflow as tf
+
+    features = batches[4]  # not used for calibration
+    mask = features["target_in_ids"].numpy() != 0
+    float_logits = float_model(features).numpy()[mask]
+    qat_logits = qat_model(features).numpy()[mask]
+    error = np.abs(qat_logits - float_logits).max() / np.abs(
+        float_logits).max()
+    correlation = np.corrcoef(float_logits.ravel(), qat_logits.ravel())[0, 1]
+    agree = (float_logits.argmax(-1) == qat_logits.argmax(-1)).mean()
+    print(f"relative error {error:.4f}, correlation {correlation:.5f}, "
+          f"argmax agreement {agree:.3f}")
+    assert error > 1e-4  # fake quantization is applied
+    assert error < 0.1 and correlation > 0.99 and agree >= 0.9
+    # Logits lie on the int8 grid of their learned range, which holds 0.
+    ranges = qat_model.embedding._fq.activations["logits"][1]
+    scale = (ranges["max_var"].numpy() - ranges["min_var"].numpy()) / 255
+    steps = qat_logits / scale
+    assert np.abs(steps - np.round(steps)).max() < 0.05
+    assert qat_model(features, training=False).dtype == tf.float32
+
+
+def test_cached_step_matches_teacher_forced(qat_model, batches):
+    import tensorflow as tf
+
+    features = {k: v[:4] for k, v in batches[4].items()}
+    logits, attention = qat_model(features, return_attention=True)
+    encoded = qat_model.encode(features["source_ids"], features["src_lang"],
+                               features["tgt_lang"], features["tags"])
+    length = features["target_in_ids"].shape[1]
+    state = qat_model.initial_state(encoded, length + 2)
+    log_probs, maps = [], []
+    for t in range(length):
+        step_log_probs, step_attention, state = qat_model.step(
+            features["target_in_ids"][:, t], state)
+        log_probs.append(step_log_probs)
+        maps.append(step_attention)
+    heads = qat_model.config.num_heads
+    mask = features["target_in_ids"].numpy() != 0
+    np.testing.assert_allclose(
+        tf.stack(log_probs, 1).numpy()[mask],
+        tf.nn.log_softmax(logits).numpy()[mask], atol=1e-4)
+    np.testing.assert_allclose(
+        tf.stack(maps, 1).numpy()[mask],
+        tf.reduce_mean(attention[:, -heads:], 1).numpy()[mask], atol=1e-4)
+
+
+def test_qat_finetune_cli_translates(ts_model_dir, multiway_dir, tmp_path):
+    from export.transformer_qat import QATTaskSpaceTransformer
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.model_dir import read_config
+    from task_space.translator import TaskSpaceTranslator
+
+    out = tmp_path / "ts_qat"
+    assert main(["export", "qat", "--model", str(ts_model_dir),
+                 "--out", str(out), "--data-dir", str(multiway_dir),
+                 "--steps", "3", "--calibration-batches", "2"]) == 0
+    payload = read_config(out)
+    assert payload["model_type"] == "task_space_transformer_qat"
+    assert payload["task_space"] == read_config(ts_model_dir)["task_space"]
+    assert payload["train"]["train_steps"] == 3
+    assert (out / "checkpoints").is_dir()
+
+    translator = TaskSpaceTranslator.from_model_dir(out)
+    assert isinstance(translator.model, QATTaskSpaceTransformer)
+    texts = translator.translate(["a dog runs", "a big cat sleeps", "   "],
+                                 "en", "fr", ["caption"])
+    assert len(texts) == 3 and texts[2] == ""
+    assert any(texts[:2])
+
+
+def test_qat_finetune_rejects_qat_model_dir(ts_model_dir, tmp_path):
+    import shutil
+
+    from export.qat import qat_finetune
+
+    qat_dir = tmp_path / "already_qat"
+    shutil.copytree(ts_model_dir, qat_dir)
+    config = (qat_dir / "config.json").read_text().replace(
+        '"task_space_transformer"', '"task_space_transformer_qat"')
+    (qat_dir / "config.json").write_text(config)
+    with pytest.raises(ValueError, match="task_space_transformer"):
+        qat_finetune(qat_dir, tmp_path / "out", None, steps=1)
