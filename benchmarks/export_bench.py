@@ -1,7 +1,9 @@
 """Export benchmark: float SavedModel vs int8 (QAT) / dynamic-range / float16 TFLite.
 
-On a trained GNMT model directory and a test split (default Multi30k
-en->de test_2016_flickr) it measures, for each of the five artifacts
+On a trained GNMT or task-space Transformer model directory (with
+`--task SRC,TGT,TAGS`, e.g. ``en,de,caption``: the direction and scene every
+artifact translates) and a test split (default Multi30k en->de
+test_2016_flickr) it measures, for each of the five artifacts
 (float SavedModel; int8 QAT, dynamic-range, float16 and float32 TFLite):
 
 - sacreBLEU of the detokenised, cased output (signature printed);
@@ -21,6 +23,13 @@ Example (full run)::
 
     python benchmarks/export_bench.py --model benchmarks/runs/gnmt_small_en_de \\
         --data-dir /work/shared/data/multi30k --qat-steps 1000 --qat-minutes 20
+
+Task-space Transformer (results in their own file)::
+
+    python benchmarks/export_bench.py --model benchmarks/runs/task_space/multi \\
+        --task en,de,caption --data-dir /work/shared/data/multi30k \\
+        --beam-size 4 --qat-steps 300 --work-dir benchmarks/runs/export_bench_ts \\
+        --out benchmarks/results/export_transformer.json
 
 Smoke test::
 
@@ -47,7 +56,10 @@ KEYS = ("savedmodel_float", "tflite_int8_qat", "tflite_dynamic_range",
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", required=True,
-                        help="trained float GNMT model directory")
+                        help="trained float GNMT or task-space model directory")
+    parser.add_argument("--task",
+                        help="SRC,TGT,TAGS for a task-space model (the test "
+                             "languages are --src-lang/--tgt-lang)")
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
@@ -64,7 +76,8 @@ def parse_args(argv=None):
                         help="use only the first N test sentences")
     parser.add_argument("--latency-sentences", type=int, default=100)
     parser.add_argument("--parity-sentences", type=int, default=500)
-    parser.add_argument("--max-source-length", type=int, default=128)
+    parser.add_argument("--max-source-length", type=int, default=None,
+                        help="TFLite source limit (default: per model type)")
     parser.add_argument("--threads", type=int, default=None,
                         help="TFLite interpreter threads (default: LiteRT's)")
     parser.add_argument("--out", default="benchmarks/results/export.json")
@@ -98,6 +111,14 @@ def measure(translate_batch, sentences, latency_sentences):
     return hypotheses, latency, throughput
 
 
+def parse_task(spec):
+    """`"en,de,caption"` -> `(src_lang, tgt_lang, tags)`, or None."""
+    if not spec:
+        return None
+    src, tgt, tags = (spec.split(",", 2) + ["", ""])[:3]
+    return src, tgt, tags
+
+
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
@@ -107,12 +128,12 @@ def main(argv=None):
     from export.savedmodel import export_savedmodel
     from export.tflite import export_tflite
     from export.tflite_int8 import export_tflite_int8
-    from export.tflite_translator import TFLiteTranslator
+    from export.tflite_translator import open_translator
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
-    from gnmt_tf.model_dir import load_model
-    from gnmt_tf.translator import SearchOptions, Translator
+    from gnmt_tf.translator import SearchOptions
 
+    task = parse_task(args.task)
     work = pathlib.Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     src, ref = corpus.read_parallel(args.data_dir, args.test_split,
@@ -133,7 +154,8 @@ def main(argv=None):
         qat_finetune(args.model, qat_dir, args.data_dir, args.qat_steps,
                      args.qat_minutes)
     version = 1
-    savedmodel_dir = work / "savedmodel" / "gnmt" / str(version)
+    name = "transformer" if task else "gnmt"
+    savedmodel_dir = work / "savedmodel" / name / str(version)
     if savedmodel_dir.exists():
         import shutil
 
@@ -141,20 +163,14 @@ def main(argv=None):
     log("exporting SavedModel and TFLite models")
     export_savedmodel(args.model, savedmodel_dir, options,
                       max_source_length=250)
+    length = args.max_source_length
     paths = {
         "tflite_int8_qat": export_tflite_int8(
-            qat_dir, work / "tflite", args.max_source_length)["model"],
-        "tflite_dynamic_range": export_tflite(
-            args.model, work / "tflite", "dynamic_range",
-            args.max_source_length)["model"],
-        "tflite_float16": export_tflite(
-            args.model, work / "tflite", "float16",
-            args.max_source_length)["model"],
-        "tflite_float32": export_tflite(
-            args.model, work / "tflite", "float32",
-            args.max_source_length)["model"],
+            qat_dir, work / "tflite", length)["model"],
+        **{f"tflite_{q}": export_tflite(args.model, work / "tflite", q,
+                                        length)["model"]
+           for q in ("dynamic_range", "float16", "float32")},
     }
-    vocabulary = work / "tflite" / "spm.model"
     sizes = {"savedmodel_float": size_mb(savedmodel_dir),
              **{k: size_mb(p) for k, p in paths.items()}}
 
@@ -163,15 +179,20 @@ def main(argv=None):
         "serving_default"]
 
     def savedmodel_batch(batch):
-        out = serve(text=tf.constant(batch))["translations"].numpy()
+        inputs = {"text": tf.constant(batch)}
+        if task:
+            inputs.update({key: tf.constant([value] * len(batch)) for
+                           key, value in zip(("src_lang", "tgt_lang", "tags"),
+                                             task)})
+        out = serve(**inputs)["translations"].numpy()
         return [t.decode("utf-8") for t in out]
 
     runners = {"savedmodel_float": savedmodel_batch}
     for key, path in paths.items():
-        translator = TFLiteTranslator(path, vocabulary, args.threads)
+        translator = open_translator(path, num_threads=args.threads)
         runners[key] = (lambda t: lambda batch: t.translate(
-            batch, beam_size=args.beam_size, length_penalty=args.alpha))(
-                translator)
+            batch, *(task or ()), beam_size=args.beam_size,
+            length_penalty=args.alpha))(translator)
     results = {"sacrebleu": {}, "size_mb": sizes, "latency_ms_batch1": {},
                "throughput_sentences_per_s_batch32": {}}
     signatures = {}
@@ -200,8 +221,18 @@ def main(argv=None):
         except FileNotFoundError:
             pass
     parity_src = parity_src[:args.parity_sentences]
-    model, subwords, _ = load_model(args.model)
-    in_process = Translator(model, subwords).translate(parity_src, options)
+    if task:
+        from task_space.translator import TaskSpaceTranslator
+
+        in_process = TaskSpaceTranslator.from_model_dir(args.model).translate(
+            parity_src, *task, options=options)
+    else:
+        from gnmt_tf.model_dir import load_model
+        from gnmt_tf.translator import Translator
+
+        model, subwords, _ = load_model(args.model)
+        in_process = Translator(model, subwords).translate(parity_src,
+                                                           options)
     served = [t for batch in chunks(parity_src, 32)
               for t in savedmodel_batch(batch)]
     same = sum(a == b for a, b in zip(in_process, served))
@@ -210,6 +241,7 @@ def main(argv=None):
     results["bleu_signature"] = signatures["savedmodel_float"]
     results["settings"] = {
         "test_split": args.test_split, "sentences": len(src),
+        "task": args.task,
         "beam_size": args.beam_size, "alpha": args.alpha,
         "tflite_threads": args.threads, "qat_model": str(qat_dir),
         "max_source_length": args.max_source_length}

@@ -140,11 +140,8 @@ def _tflite_int8(args):
 
     if args.quantization != "float32":
         raise ValueError("--int8 and --quantization exclude each other")
-    if args.max_target_length is not None:
-        raise ValueError("--int8 exports GNMT models; --max-target-length "
-                         "is for task-space models")
-    paths = export_tflite_int8(args.model, args.out,
-                               args.max_source_length or 128)
+    paths = export_tflite_int8(args.model, args.out, args.max_source_length,
+                               args.max_target_length)
     for path in paths.values():
         print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -405,11 +405,18 @@ class QATDense(FakeQuantMixin, keras.layers.Dense):
 
     def call(self, inputs, training=None):
         kernel = self.quantized_weight("kernel", self.kernel, training)
-        outputs = tf.matmul(inputs, kernel) if inputs.shape.rank == 2 else (
-            tf.tensordot(inputs, kernel, [[inputs.shape.rank - 1], [0]]))
+        # One 2-D matmul with its bias, activation and output quantizer, the
+        # reshape after them: TFLite then runs an int8 FullyConnected (a
+        # Reshape between MatMul and bias add leaves it float).
+        flat = tf.reshape(inputs, [-1, kernel.shape[0]])
+        outputs = tf.matmul(flat, kernel)
         if self.use_bias:
             outputs = outputs + self.bias
-        return self.fake_quant("output", self.activation(outputs), training)
+        outputs = self.fake_quant("output", self.activation(outputs), training)
+        if inputs.shape.rank == 2:
+            return outputs
+        return tf.reshape(outputs, tf.concat(
+            [tf.shape(inputs)[:-1], [kernel.shape[1]]], 0))
 
 
 class QATEmbedding(FakeQuantMixin, keras.layers.Embedding):

@@ -114,6 +114,21 @@ def convert_task_space(model, quantization="float32", max_source_length=None,
                                  quantization)
 
 
+def convert_task_space_int8(model, max_source_length=None,
+                            max_target_length=None):
+    """Converts a QAT `TaskSpaceTransformer` (`export.transformer_qat`) to
+    int8 TFLite `bytes`, its tied embedding table stored once (see
+    `export.tflite_int8`)."""
+    from export import tflite_int8
+
+    tflite_int8._check_qat(model)
+    lengths = default_lengths(model.config, max_source_length,
+                              max_target_length)
+    return tflite_int8.convert_module_int8(
+        task_space_step_module(model, *lengths),
+        model.embedding.embeddings.numpy())
+
+
 def task_metadata(config, options, max_source_length, max_target_length):
     """The `task.json` dict: the model config (languages, scene tags,
     special ids), the training task options, and the two fixed lengths."""
@@ -140,7 +155,8 @@ def export_task_space_tflite(model_dir, out_dir, quantization="float32",
     Args:
       model_dir: a directory written by `task_space.training`.
       out_dir: directory to write to (created if missing).
-      quantization: one of `export.tflite.QUANTIZATIONS`.
+      quantization: one of `export.tflite.QUANTIZATIONS`, or ``"int8"`` for
+        a QAT model directory (`export.transformer_qat`).
       max_source_length: int or None. Longest source in subwords, end token
         (and `<2xx>` token) included; `decode_step`'s fixed memory length.
       max_target_length: int or None. KV-cache length: the longest output in
@@ -151,14 +167,17 @@ def export_task_space_tflite(model_dir, out_dir, quantization="float32",
     """
     from task_space.training import read_task_space_config
 
-    tflite.check_quantization(quantization)
+    if quantization != "int8":
+        tflite.check_quantization(quantization)
     config, options = read_task_space_config(model_dir)
     lengths = default_lengths(config, max_source_length, max_target_length,
                               options.target_language_token)
     model, subwords, _ = model_dir_lib.load_model(model_dir)
-    paths = tflite.write_tflite(
-        convert_task_space(model, quantization, *lengths), subwords, out_dir,
-        quantization)
+    if quantization == "int8":
+        flatbuffer = convert_task_space_int8(model, *lengths)
+    else:
+        flatbuffer = convert_task_space(model, quantization, *lengths)
+    paths = tflite.write_tflite(flatbuffer, subwords, out_dir, quantization)
     paths["task"] = paths["model"].parent / TASK_FILE
     paths["task"].write_text(
         json.dumps(task_metadata(config, options, *lengths), indent=2) + "\n")

@@ -45,8 +45,6 @@ flatbuffer; `int8_report` lists a model's tensor types):
   ops are used (no Flex delegate).
 """
 
-import pathlib
-import shutil
 import tempfile
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -55,10 +53,11 @@ import numpy as np
 import tensorflow as tf
 
 from export.tflite import DEFAULT_MAX_SOURCE_LENGTH, SIGNATURE_KEYS, StepModule
+from export.tflite import write_tflite
 from export.tflite_tied_table import share_tied_table
 from gnmt_tf import model_dir as model_dir_lib
 
-INT8_FILE = "model_int8.tflite"
+INT8_FILE = "model_int8.tflite"  # write_tflite's name for "int8"
 
 
 def _converter(module, tmp):
@@ -109,9 +108,36 @@ def is_qat_model(model):
     return bool(qat_layers(model))
 
 
+def convert_module_int8(module, table=None):
+    """Converts a `StepModule` over a QAT model to int8 TFLite `bytes`.
+
+    Args:
+      module: an `export.tflite.StepModule` whose model fake-quantizes.
+      table: float array `[vocabulary_size, hidden_dim]`, a tied embedding
+        table to store once (`export.tflite_tied_table`), or None to keep
+        the converter's copies.
+    """
+    with tempfile.TemporaryDirectory(prefix="gnmt_tf_int8_") as tmp:
+        converter = _converter(module, tmp)
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        # Per-tensor scales, as trained (per-channel would re-quantize the
+        # FullyConnected weights and store the tied embedding once more).
+        converter._experimental_disable_per_channel = True
+        flatbuffer = converter.convert()
+    if table is not None:
+        flatbuffer = share_tied_table(flatbuffer, table)
+    return dedupe_buffers(flatbuffer)
+
+
+def _check_qat(model):
+    if not is_qat_model(model):
+        raise ValueError("int8 conversion needs a quantization-aware model "
+                         "(see export.qat.qat_finetune / gnmt-tf export qat)")
+
+
 def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                      share_table=True):
-    """Converts a QAT model's `encode` / `decode_step` to int8 TFLite.
+    """Converts a QAT GNMT's `encode` / `decode_step` to int8 TFLite.
 
     Args:
       model: an `export.qat.QATGNMT` with trained (or calibrated) ranges.
@@ -125,21 +151,11 @@ def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
     Raises:
       ValueError: `model` has no fake-quant layers.
     """
-    if not is_qat_model(model):
-        raise ValueError("convert_qat_int8 needs a quantization-aware model "
-                         "(export.qat.QATGNMT, see export.qat.qat_finetune)")
-    module = StepModule(model, max_source_length)
-    with tempfile.TemporaryDirectory(prefix="gnmt_tf_int8_") as tmp:
-        converter = _converter(module, tmp)
-        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-        # Per-tensor scales, as trained (per-channel would re-quantize the
-        # FullyConnected weights and store the tied embedding once more).
-        converter._experimental_disable_per_channel = True
-        flatbuffer = converter.convert()
+    _check_qat(model)
+    table = None
     if share_table and model.config.tie_embeddings:
-        flatbuffer = share_tied_table(
-            flatbuffer, (model.config.vocabulary_size, model.config.hidden_dim))
-    return dedupe_buffers(flatbuffer)
+        table = model.embedding.embeddings.numpy()
+    return convert_module_int8(StepModule(model, max_source_length), table)
 
 
 def int8_report(model_path):
@@ -158,38 +174,50 @@ def int8_report(model_path):
     return report
 
 
-def export_tflite_int8(model_dir, out_dir,
-                       max_source_length=DEFAULT_MAX_SOURCE_LENGTH):
+def export_tflite_int8(model_dir, out_dir, max_source_length=None,
+                       max_target_length=None):
     """Writes a QAT model directory's int8 TFLite model and vocabulary.
+
+    Task-space Transformer QAT directories (`export.transformer_qat`) go to
+    `export.task_space_tflite.export_task_space_tflite`, which also writes
+    the `task.json` their translator needs.
 
     Example:
       >>> paths = export_tflite_int8("runs/en-de-qat", "tflite/en-de")
-      >>> TFLiteTranslator(paths["model"], paths["vocabulary"]).translate(
-      ...     ["A dog runs."])
+      >>> open_translator(paths["model"]).translate(["A dog runs."])
 
     Args:
       model_dir: a QAT model directory (`export.qat.qat_finetune`).
       out_dir: directory to write to (created if missing).
-      max_source_length: int. Longest source, in subwords with the end token.
+      max_source_length: int or None. Longest source, in subwords with the
+        end token (default: per model type, as `export.tflite`).
+      max_target_length: int or None. Task-space models only: the KV-cache
+        length (see `export.task_space_tflite`).
 
     Returns:
-      `{"model": Path of model_int8.tflite, "vocabulary": Path of spm.model}`.
+      `{"model": Path of model_int8.tflite, "vocabulary": Path of spm.model}`
+      (task-space models: also `"task"`).
 
     Raises:
-      ValueError: `model_dir` holds a float model.
+      ValueError: `model_dir` holds a float model, or `max_target_length`
+        for a GNMT model.
     """
-    import export.qat  # noqa: F401  (registers the gnmt_qat model type)
+    import export.qat  # noqa: F401  (registers the QAT model types)
+    from task_space import registry as task_space_registry
 
+    if task_space_registry.is_task_space_model_dir(model_dir):
+        from export.task_space_tflite import export_task_space_tflite
+
+        return export_task_space_tflite(model_dir, out_dir, "int8",
+                                        max_source_length, max_target_length)
+    if max_target_length is not None:
+        raise ValueError("max_target_length is for task-space Transformer "
+                         "models; a GNMT decoder state has no length")
     model, subwords, _ = model_dir_lib.load_model(model_dir)
     if not is_qat_model(model):
         raise ValueError(
             f"{model_dir} is a float model: int8 needs a QAT model directory "
             "(gnmt-tf export qat --model ... --out QAT_DIR)")
-    flatbuffer = convert_qat_int8(model, max_source_length)
-    out_dir = pathlib.Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    model_path = out_dir / INT8_FILE
-    model_path.write_bytes(flatbuffer)
-    vocabulary = out_dir / model_dir_lib.VOCAB_FILE
-    shutil.copyfile(subwords.model_path, vocabulary)
-    return {"model": model_path, "vocabulary": vocabulary}
+    flatbuffer = convert_qat_int8(
+        model, max_source_length or DEFAULT_MAX_SOURCE_LENGTH)
+    return write_tflite(flatbuffer, subwords, out_dir, "int8")

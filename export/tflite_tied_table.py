@@ -17,6 +17,12 @@ and leaves the model unchanged otherwise.
 
 The result runs the table on exactly the grid QAT trained, where the
 converter's re-quantizations each added rounding error.
+
+Copies are recognised by their values, not by their shape alone: other
+weights can have the table's shape (a toy GNMT with a 64-piece vocabulary
+and 16 units has `[64, 16]` LSTM kernels too), so a tensor counts as a copy
+only if it dequantizes to the float table within two of its quantization
+steps.
 """
 
 import numpy as np
@@ -41,6 +47,42 @@ def _is_per_tensor_symmetric(tensor):
     q = tensor.quantization
     return (q is not None and q.scale is not None and len(q.scale) == 1
             and not np.any(q.zeroPoint))
+
+
+def _dequantized(model, tensor):
+    """The float values of an int8 constant tensor (per tensor or per
+    channel)."""
+    q = tensor.quantization
+    values = np.frombuffer(bytes(_constant_data(model, tensor)), np.int8)
+    values = values.reshape(list(tensor.shape)).astype(np.float64)
+    shape = [1] * values.ndim
+    axis = int(q.quantizedDimension or 0) if len(q.scale) > 1 else 0
+    shape[axis] = -1 if len(q.scale) > 1 else 1
+    scale = np.asarray(q.scale, np.float64).reshape(shape)
+    zero = np.asarray(q.zeroPoint if q.zeroPoint is not None else [0],
+                      np.float64).reshape(shape)
+    return (values - zero) * scale
+
+
+def _is_table_copy(model, tensor, table):
+    """`tensor` is an int8 quantization of the float `table`."""
+    q = tensor.quantization
+    if (tensor.type != INT8 or list(tensor.shape) != list(table.shape)
+            or _constant_data(model, tensor) is None or q is None
+            or q.scale is None or len(q.scale) == 0):
+        return False
+    step = float(np.max(q.scale))
+    return float(np.max(np.abs(_dequantized(model, tensor) - table))) <= 2 * step
+
+
+def _same_grid_and_data(model, tensor, canonical):
+    """`tensor` already is `canonical` (same bytes, same per-tensor grid):
+    nothing to rewrite, whatever uses it."""
+    return (canonical is not None and _is_per_tensor_symmetric(tensor)
+            and np.array_equal(tensor.quantization.scale,
+                               canonical.quantization.scale)
+            and bytes(_constant_data(model, tensor))
+            == bytes(_constant_data(model, canonical)))
 
 
 def _set_quantization(tensor, scale):
@@ -76,18 +118,17 @@ def _drop_unused_buffers(model):
             buffer.data = None
 
 
-def _plan(model, shape, names):
+def _plan(model, table, names):
     """`(canonical tensor, [(subgraph, tensor index)] to rewrite)` for the
-    int8 constant tensors of `shape`, or None if one use is not understood."""
+    int8 copies of `table`, or None if one use is not understood."""
     canonical, copies = None, []
     for subgraph in model.subgraphs:
         for index, tensor in enumerate(subgraph.tensors):
-            if (tensor.type != INT8 or list(tensor.shape) != list(shape)
-                    or _constant_data(model, tensor) is None):
+            if not _is_table_copy(model, tensor, table):
                 continue
             if canonical is None and _is_per_tensor_symmetric(tensor):
                 canonical = tensor
-            else:
+            elif not _same_grid_and_data(model, tensor, canonical):
                 copies.append((subgraph, index))
     if canonical is None:
         return None
@@ -113,13 +154,14 @@ def _builtin(model, op):
     return max(code.builtinCode, code.deprecatedBuiltinCode)
 
 
-def share_tied_table(flatbuffer, shape):
-    """Points every int8 constant of `shape` (the tied table `[V, d]`) at
-    one buffer on the trained per-tensor grid (see the module docstring).
+def share_tied_table(flatbuffer, table):
+    """Points every int8 copy of the tied table `[V, d]` at one buffer on
+    the trained per-tensor grid (see the module docstring).
 
     Args:
         flatbuffer: a converted int8 TFLite model as `bytes`.
-        shape: the table's shape, `(vocabulary_size, hidden_dim)`.
+        table: float array `[vocabulary_size, hidden_dim]`, the model's
+            embedding table (as trained, or fake-quantized).
 
     Returns:
         The rewritten model as `bytes`; `flatbuffer` unchanged if there is
@@ -130,7 +172,7 @@ def share_tied_table(flatbuffer, shape):
 
     model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
     names = _op_names()
-    plan = _plan(model, shape, names)
+    plan = _plan(model, np.asarray(table, np.float64), names)
     if plan is None:
         return flatbuffer
     canonical, copies = plan
@@ -161,3 +203,15 @@ def share_tied_table(flatbuffer, shape):
         tensor.buffer = canonical.buffer
     _drop_unused_buffers(model)
     return bytes(flatbuffer_utils.convert_object_to_bytearray(model))
+
+
+def int8_table_tensors(flatbuffer, table):
+    """`(buffer index, scales)` of every int8 copy of the float `table` in
+    any subgraph: where a tied table is stored, and on which grid."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
+    table = np.asarray(table, np.float64)
+    return [(t.buffer, tuple(t.quantization.scale))
+            for g in model.subgraphs for t in g.tensors
+            if _is_table_copy(model, t, table)]

@@ -169,10 +169,22 @@ class QATEinsumDense(quantization.FakeQuantMixin, keras.layers.EinsumDense):
         out_shape = kernel.shape[rank:]
         flat = tf.reshape(inputs, [-1, size_in])
         outputs = tf.matmul(flat, tf.reshape(kernel, [size_in, -1]))
+        # Bias, activation and the output quantizer on the 2-D matmul, the
+        # reshape after them: a Reshape between the MatMul and its bias add
+        # leaves the converter a MatMul without an output range, which it
+        # keeps float (with a float copy of the kernel).
+        full_bias = self.bias is not None and self.bias.shape == out_shape
+        if full_bias:
+            outputs += tf.reshape(self.bias, [-1])
+        if self.activation is not None and full_bias:
+            outputs = self.activation(outputs)
+        if full_bias or self.bias is None:
+            outputs = self.fake_quant("output", outputs, training)
         outputs = tf.reshape(outputs, tf.concat(
             [tf.shape(inputs)[:inputs.shape.rank - rank], out_shape], 0))
-        if self.bias is not None:
-            outputs += self.bias
+        if full_bias or self.bias is None:
+            return outputs
+        outputs += self.bias  # broadcast over the axes it does not cover
         if self.activation is not None:
             outputs = self.activation(outputs)
         return self.fake_quant("output", outputs, training)

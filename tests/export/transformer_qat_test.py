@@ -146,28 +146,72 @@ def test_cached_step_matches_teacher_forced(qat_model, batches):
         tf.reduce_mean(attention[:, -heads:], 1).numpy()[mask], atol=1e-4)
 
 
-def test_qat_finetune_cli_translates(ts_model_dir, multiway_dir, tmp_path):
-    from export.transformer_qat import QATTaskSpaceTransformer
+@pytest.fixture(scope="module")
+def qat_dir(ts_model_dir, multiway_dir, tmp_path_factory):
+    """A QAT model directory fine-tuned 3 steps through the CLI."""
     from gnmt_tf.cli.main import main
-    from gnmt_tf.model_dir import read_config
-    from task_space.translator import TaskSpaceTranslator
 
-    out = tmp_path / "ts_qat"
+    out = tmp_path_factory.mktemp("ts_qat") / "model"
     assert main(["export", "qat", "--model", str(ts_model_dir),
                  "--out", str(out), "--data-dir", str(multiway_dir),
                  "--steps", "3", "--calibration-batches", "2"]) == 0
-    payload = read_config(out)
+    return out
+
+
+SENTENCES = ["a dog runs", "a big cat sleeps", "   ", "a man runs",
+             "a red ball"]
+
+
+def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
+    from export.transformer_qat import QATTaskSpaceTransformer
+    from gnmt_tf.model_dir import read_config
+    from task_space.translator import TaskSpaceTranslator
+
+    payload = read_config(qat_dir)
     assert payload["model_type"] == "task_space_transformer_qat"
     assert payload["task_space"] == read_config(ts_model_dir)["task_space"]
     assert payload["train"]["train_steps"] == 3
-    assert (out / "checkpoints").is_dir()
+    assert (qat_dir / "checkpoints").is_dir()
 
-    translator = TaskSpaceTranslator.from_model_dir(out)
+    translator = TaskSpaceTranslator.from_model_dir(qat_dir)
     assert isinstance(translator.model, QATTaskSpaceTransformer)
-    texts = translator.translate(["a dog runs", "a big cat sleeps", "   "],
-                                 "en", "fr", ["caption"])
+    texts = translator.translate(SENTENCES[:3], "en", "fr", ["caption"])
     assert len(texts) == 3 and texts[2] == ""
     assert any(texts[:2])
+
+
+def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
+    from export.tflite_tied_table import int8_table_tensors
+    from export.tflite_translator import open_translator
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.translator import SearchOptions
+    from task_space.translator import TaskSpaceTranslator
+
+    out = tmp_path / "int8"
+    assert main(["export", "tflite", "--model", str(qat_dir), "--out",
+                 str(out), "--int8"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "model_int8.tflite", "spm.model", "task.json"]
+    qat_translator = TaskSpaceTranslator.from_model_dir(qat_dir)
+    flatbuffer = (out / "model_int8.tflite").read_bytes()
+    tables = int8_table_tensors(
+        flatbuffer, qat_translator.model.embedding.embeddings.numpy())
+    # The Gathers and the logits FullyConnected: one buffer on one grid.
+    assert len(tables) >= 2 and len(set(tables)) == 1
+
+    tflite = open_translator(out / "model_int8.tflite")
+    expected = qat_translator.translate_nbest(
+        SENTENCES, "en", "fr", ["caption"], SearchOptions(beam_size=1))
+    got = tflite.translate_nbest(SENTENCES, "en", "fr", "caption",
+                                 beam_size=1)
+    # int8 arithmetic is not the fake-quant float arithmetic: the text may
+    # differ where the tiny model's scores are close, the scores by int8
+    # steps (LogSoftmax's output grid is 1/16 nat).
+    same = [i for i in (0, 1, 3, 4) if got[i][0].text == expected[i][0].text]
+    assert len(same) >= 3
+    for i in same:
+        assert got[i][0].score == pytest.approx(expected[i][0].score, abs=0.5)
+    assert got[2][0].text == "" and got[2][0].score == 0.0
 
 
 def test_qat_finetune_rejects_qat_model_dir(ts_model_dir, tmp_path):
