@@ -43,6 +43,19 @@ flatbuffer; `int8_report` lists a model's tensor types):
   state float32, so the host search works in float and feeds the state back
   unchanged). Quantize / Dequantize ops sit at those borders; only builtin
   ops are used (no Flex delegate).
+
+Task-space Transformer QAT models (`export.transformer_qat`) convert through
+`export.task_space_tflite` (`export_tflite_int8` dispatches on the model
+directory's type) with the same converter settings and the same tied-table
+sharing. int8 there: every q/k/v/output projection and FFN FullyConnected
+(`QATEinsumDense` / `QATDense` add bias and quantize on the 2-D matmul, so
+the converter fuses them), the attention BatchMatMuls (keys and values on
+symmetric grids: TFLite's int8 BatchMatMul mishandles a nonzero right-hand
+zero point), masking Selects, Softmaxes, residual Adds, the embedding
+Gather and the logits FullyConnected / LogSoftmax. Float: LayerNorm
+arithmetic (mean, variance, rsqrt; its output is quantized), the sinusoidal
+positions and the task vector added to the embeddings, and `encode`'s
+`TaskSpaceEncoding` (two small FullyConnected, Gathers, Softmax).
 """
 
 import tempfile
