@@ -415,8 +415,12 @@ class QATDense(FakeQuantMixin, keras.layers.Dense):
         outputs = self.fake_quant("output", self.activation(outputs), training)
         if inputs.shape.rank == 2:
             return outputs
-        return tf.reshape(outputs, tf.concat(
-            [tf.shape(inputs)[:-1], [kernel.shape[1]]], 0))
+        # Static sizes where known: the converter lowers the attention's
+        # broadcasts only when at most one dimension is unknown.
+        dynamic = tf.shape(inputs)
+        leading = [size if size is not None else dynamic[i]
+                   for i, size in enumerate(inputs.shape[:-1])]
+        return tf.reshape(outputs, leading + [kernel.shape[1]])
 
 
 class QATEmbedding(FakeQuantMixin, keras.layers.Embedding):

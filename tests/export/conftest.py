@@ -105,11 +105,16 @@ def export_dir(tmp_path_factory, tiny_model_dir):
     return path
 
 
-# Run in a fresh interpreter: nothing of the exporting process (registered
-# functions, Python objects) can leak into what the SavedModel does.
-FRESH_PROCESS_SCRIPT = r"""
-import json, sys
+# Scripts run in a fresh interpreter: nothing of the exporting process
+# (registered functions, Python objects) can leak into what the SavedModel
+# does. A script is FRESH_PRELUDE + a body + FRESH_WARMUP_REPLAY: the prelude
+# records which ops TensorFlow knows before/after importing tensorflow_text,
+# loads the export (`sigs`) and its signatures, and defines `texts`; the
+# epilogue replays the warm-up requests and prints `out`.
+FRESH_PRELUDE = r"""
+import json, math, sys
 import gnmt_tf  # only sets TF_USE_LEGACY_KERAS / log level
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
@@ -128,6 +133,50 @@ out["signatures"] = {
            "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in
                        f.structured_outputs.items()}}
     for name, f in sigs.items()}
+
+def texts(result):
+    return {"translations": [t.decode("utf-8") for t in
+                             result["translations"].numpy()],
+            "scores": result["scores"].numpy().tolist()}
+"""
+
+FRESH_WARMUP_REPLAY = r"""
+from tensorflow_serving.apis import prediction_log_pb2
+warmup = []
+for record in tf.data.TFRecordDataset(args["warmup_file"]):
+    log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+    request = log.predict_log.request
+    inputs = {k: tf.constant(tf.make_ndarray(v))
+              for k, v in request.inputs.items()}
+    result = sigs[request.model_spec.signature_name](**inputs)
+    warmup.append([request.model_spec.name, request.model_spec.signature_name,
+                   sorted(inputs), int(result["translations"].shape[0])])
+out["warmup"] = warmup
+print("RESULT" + json.dumps(out))
+"""
+
+
+def run_fresh_process(body, args):
+    """Runs `FRESH_PRELUDE + body + FRESH_WARMUP_REPLAY` with `args` (a
+    JSON-able dict with at least `export_dir`, `ops`, `warmup_file`) in a
+    new interpreter; returns its `out` dict."""
+    script = FRESH_PRELUDE + body + FRESH_WARMUP_REPLAY
+    proc = subprocess.run([sys.executable, "-c", script, json.dumps(args)],
+                          capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines()
+             if line.startswith("RESULT")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+@pytest.fixture(scope="session")
+def fresh_process_runner():
+    """`run_fresh_process`, for test modules (conftest is not importable)."""
+    return run_fresh_process
+
+
+# The GNMT export's body: translations, option sets, bad requests.
+GNMT_FRESH_BODY = r"""
 text = tf.constant(args["sentences"])
 
 def texts(result):
@@ -159,19 +208,6 @@ error("utf8", lambda: sigs["serving_default"](
 error("too_long", lambda: sigs["serving_default"](
     text=tf.constant(["the dog " * 300])))
 out["errors"] = errors
-
-from tensorflow_serving.apis import prediction_log_pb2
-warmup = []
-for record in tf.data.TFRecordDataset(args["warmup_file"]):
-    log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-    request = log.predict_log.request
-    inputs = {k: tf.constant(tf.make_ndarray(v))
-              for k, v in request.inputs.items()}
-    result = sigs[request.model_spec.signature_name](**inputs)
-    warmup.append([request.model_spec.name, request.model_spec.signature_name,
-                   sorted(inputs), int(result["translations"].shape[0])])
-out["warmup"] = warmup
-print("RESULT" + json.dumps(out))
 """
 
 
@@ -193,13 +229,7 @@ def fresh_process(export_dir):
             "option_sets": [[BEAM_SIZE, ALPHA, BETA], [1, 0.0, 0.0],
                             [BEAM_SIZE, 1.0, 0.0]],
             "warmup_file": str(export_dir / "assets.extra" / WARMUP_FILE)}
-    proc = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS_SCRIPT, json.dumps(args)],
-        capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stdout.splitlines()
-             if line.startswith("RESULT")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT"):])
+    return run_fresh_process(GNMT_FRESH_BODY, args)
 
 
 @pytest.fixture(scope="session")
@@ -234,6 +264,29 @@ def ts_model_dir(multiway_dir, tmp_path_factory):
                      train_config, TaskSpaceOptions(validation_lines=0),
                      log_every=1000)
     return path
+
+
+@pytest.fixture(scope="session")
+def ts_baseline_model_dir(multiway_dir, tmp_path_factory):
+    """The Johnson et al. baseline: transformer_tiny without the task space,
+    trained 30 steps with `<2xx>` source tokens (slow tests only)."""
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60,
+                                        use_task_space=False)
+    train_config = apply_overrides(train_config, [
+        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
+    model_dir = tmp_path_factory.mktemp("ts_baseline")
+    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config,
+                     TaskSpaceOptions(validation_lines=0,
+                                      target_language_token=True),
+                     log_every=1000)
+    return model_dir
 
 
 @pytest.fixture(scope="session")

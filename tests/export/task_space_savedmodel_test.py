@@ -3,8 +3,6 @@
 bad task inputs, warm-up, and the local server serving it."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -47,33 +45,12 @@ def ts_export_dir(ts_model_dir, tmp_path_factory):
     return path
 
 
-# Run in a fresh interpreter: only the SavedModel (and TF Text's ops).
-FRESH_PROCESS_SCRIPT = r"""
-import json, math, sys
-import gnmt_tf  # only sets TF_USE_LEGACY_KERAS / log level
-import numpy as np
-import tensorflow as tf
-from tensorflow.python.framework import op_def_registry
-
-args = json.loads(sys.argv[1])
-out = {"core_ops": sorted(op for op in args["ops"]
-                          if op_def_registry.get(op) is not None)}
-import tensorflow_text  # noqa: F401  (the model server links these ops in)
-
-loaded = tf.saved_model.load(args["export_dir"])
-sigs = loaded.signatures
-out["signatures"] = {
-    name: {"inputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in
-                      f.structured_input_signature[1].items()},
-           "outputs": {k: [v.dtype.name, v.shape.as_list()] for k, v in
-                       f.structured_outputs.items()}}
-    for name, f in sigs.items()}
+# The task-space export's body (run after the shared prelude in a fresh
+# interpreter, see tests/export/conftest.py): translations of a batch mixing
+# directions, a host-driven greedy search over encode + decode_step, bad
+# task inputs.
+TS_FRESH_BODY = r"""
 batch = {k: tf.constant(v) for k, v in args["batch"].items()}
-
-def texts(result):
-    return {"translations": [t.decode("utf-8") for t in
-                             result["translations"].numpy()],
-            "scores": result["scores"].numpy().tolist()}
 
 out["serving_default"] = texts(sigs["serving_default"](**batch))
 options = dict(beam_size=tf.constant(args["beam_size"]),
@@ -136,24 +113,11 @@ error("same", tgt_lang=args["batch"]["src_lang"])
 error("sizes", tags=["caption"])
 error("utf8", text=[b"caf\xc3"] * n)
 out["errors"] = errors
-
-from tensorflow_serving.apis import prediction_log_pb2
-warmup = []
-for record in tf.data.TFRecordDataset(args["warmup_file"]):
-    log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-    request = log.predict_log.request
-    inputs = {k: tf.constant(tf.make_ndarray(v))
-              for k, v in request.inputs.items()}
-    result = sigs[request.model_spec.signature_name](**inputs)
-    warmup.append([request.model_spec.name, request.model_spec.signature_name,
-                   sorted(inputs), int(result["translations"].shape[0])])
-out["warmup"] = warmup
-print("RESULT" + json.dumps(out))
 """
 
 
 @pytest.fixture(scope="session")
-def ts_fresh(ts_export_dir):
+def ts_fresh(ts_export_dir, fresh_process_runner):
     """What a fresh Python process sees of the export (see the script)."""
     from export.ops import list_ops, read_allowlist
     from export.savedmodel import METADATA_FILE, WARMUP_FILE
@@ -164,13 +128,7 @@ def ts_fresh(ts_export_dir):
             "batch": _mixed_batch(), "beam_size": BEAM_SIZE,
             "metadata": json.loads((extra / METADATA_FILE).read_text()),
             "warmup_file": str(extra / WARMUP_FILE)}
-    proc = subprocess.run(
-        [sys.executable, "-c", FRESH_PROCESS_SCRIPT, json.dumps(args)],
-        capture_output=True, text=True, timeout=300)
-    lines = [line for line in proc.stdout.splitlines()
-             if line.startswith("RESULT")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[-1][len("RESULT"):])
+    return fresh_process_runner(TS_FRESH_BODY, args)
 
 
 def _expected(translator, **options):
@@ -352,30 +310,16 @@ def test_local_server_serves_it(ts_export_dir, ts_fresh):
 
 
 @pytest.mark.slow
-def test_target_language_token_baseline(multiway_dir, tmp_path):
+def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     """The Johnson et al. baseline (no task space, `<2xx>` source token)
     exports too: in-process parity, and the token counts toward the limit."""
     import tensorflow as tf
 
     from export.savedmodel import export_savedmodel
-    from gnmt_tf.config import apply_overrides
     from gnmt_tf.translator import SearchOptions
-    from task_space.training import TaskSpaceOptions
-    from task_space.training import get_preset
-    from task_space.training import train_task_space
     from task_space.translator import TaskSpaceTranslator
 
-    model_config, train_config = get_preset("transformer_tiny")
-    model_config = model_config.replace(vocabulary_size=60,
-                                        use_task_space=False)
-    train_config = apply_overrides(train_config, [
-        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
-    model_dir = tmp_path / "baseline"
-    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
-                     train_config,
-                     TaskSpaceOptions(validation_lines=0,
-                                      target_language_token=True),
-                     log_every=1000)
+    model_dir = ts_baseline_model_dir
     options = SearchOptions(beam_size=2)
     path = export_savedmodel(model_dir, tmp_path / "exports" / "b" / "1",
                              options, warmup_sentences=[], beam_sizes=())

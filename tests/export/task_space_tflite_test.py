@@ -260,29 +260,15 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_target_language_token_baseline(multiway_dir, tmp_path):
+def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     """The Johnson et al. baseline (no task space, `<2xx>` source token):
     `encode` takes the source ids only, the host prepends the token, and
     the default length limit accepts what `TaskSpaceTranslator` does."""
     from export.tflite import export_tflite
     from export.tflite_translator import open_translator
-    from gnmt_tf.config import apply_overrides
-    from task_space.training import TaskSpaceOptions
-    from task_space.training import get_preset
-    from task_space.training import train_task_space
     from task_space.translator import TaskSpaceTranslator
 
-    model_config, train_config = get_preset("transformer_tiny")
-    model_config = model_config.replace(vocabulary_size=60,
-                                        use_task_space=False)
-    train_config = apply_overrides(train_config, [
-        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
-    model_dir = tmp_path / "baseline"
-    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
-                     train_config,
-                     TaskSpaceOptions(validation_lines=0,
-                                      target_language_token=True),
-                     log_every=1000)
+    model_dir = ts_baseline_model_dir
     paths = export_tflite(model_dir, tmp_path / "tflite",
                           max_target_length=CACHE_LENGTH)
     tflite = open_translator(paths["model"])
