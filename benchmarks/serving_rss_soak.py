@@ -13,7 +13,9 @@ buffers), memory that keeps growing round after round is a leak.
 Variants tell a leak from warm-up: `--label tcmalloc` with
 `LD_PRELOAD=.../libtcmalloc_minimal.so.4` in the environment (another
 allocator), `--sentence 7` (every request the same sentence: batches differ
-only in their row count). The allocator settings in the environment
+only in their row count), `--allowed-batch-sizes 1,2,4,8,16,32` (batches
+padded to six sizes: TensorFlow's memory grows with every new batch size it
+sees, see the README). The allocator settings in the environment
 (`LD_PRELOAD`, `MALLOC_*`) are recorded with the result.
 
 Adds `rss_soak[<model_name>]` (or `rss_soak["<model_name> (<label>)"]`) to
@@ -47,6 +49,8 @@ def main(argv=None):
     parser.add_argument("--sentence", type=int,
                         help="send only this one of serving_load.SENTENCES")
     parser.add_argument("--label", help="result key suffix for a variant")
+    parser.add_argument("--allowed-batch-sizes",
+                        help="e.g. 1,2,4,8,16,32: pad batches to these sizes")
     parser.add_argument("--out", default=str(HERE / "results" /
                                              "serving_load.json"))
     args = parser.parse_args(argv)
@@ -56,9 +60,12 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as tmp:
         batching = os.path.join(tmp, "batching_parameters.txt")
+        allowed = tuple(int(size) for size in
+                        (args.allowed_batch_sizes or "").split(",") if size)
         pathlib.Path(batching).write_text(BatchingParameters(
             max_batch_size=32, batch_timeout_micros=2000,
-            max_enqueued_batches=1000, num_batch_threads=2).to_text())
+            max_enqueued_batches=1000, num_batch_threads=2,
+            allowed_batch_sizes=allowed).to_text())
         server = serving_load.ServerProcess(args.model_base_path,
                                             args.model_name, batching)
         try:
@@ -79,6 +86,7 @@ def main(argv=None):
     soak = {"clients": args.clients, "seconds_per_round": args.seconds,
             "rss_mb_after_each_round": rss, "requests": requests,
             "errors": errors, "sentences": serving_load.SENTENCES,
+            "allowed_batch_sizes": args.allowed_batch_sizes,
             "allocator_environment": {
                 k: v for k, v in os.environ.items()
                 if k == "LD_PRELOAD" or k.startswith("MALLOC_")},
