@@ -25,7 +25,8 @@ def register(subparsers):
                         help="interface to bind (default: loopback only)")
     parser.add_argument("--enable_batching", action="store_true",
                         help="server-side dynamic batching (implied by "
-                             "--batching_parameters_file)")
+                             "--batching_parameters_file; default "
+                             "parameters pad to batch sizes 1,2,4,...,32)")
     parser.add_argument("--batching_parameters_file",
                         help="TF Serving BatchingParameters text proto")
     parser.add_argument("--model_version_policy", default="latest",
@@ -52,13 +53,19 @@ def register(subparsers):
     parser.set_defaults(func=run)
 
 
+DEFAULT_ALLOWED_SIZES = (1, 2, 4, 8, 16, 32)
+
+
 def _batching(args):
     from serving.batching_config import BatchingParameters
 
     if args.batching_parameters_file:
         return BatchingParameters.from_file(args.batching_parameters_file)
     if args.enable_batching or args.emit_config:
-        return BatchingParameters()
+        # Padded to a few sizes: TensorFlow keeps memory for every batch
+        # shape it runs, so 32 different sizes make RSS grow for a long
+        # time (README, "Serving under load").
+        return BatchingParameters(allowed_batch_sizes=DEFAULT_ALLOWED_SIZES)
     return None
 
 

@@ -39,6 +39,15 @@ def test_emit_config_parses(tmp_path, capsys):
     assert params.allowed_batch_sizes == (4, 16)
 
 
+def test_default_batching_pads_to_allowed_sizes(tmp_path, capsys):
+    out = tmp_path / "conf"
+    assert main(["serve", "--emit-config", str(out), "--model_name", "gnmt",
+                 "--model_base_path", "models/gnmt"]) == 0
+    params = BatchingParameters.from_file(out / "batching_parameters.txt")
+    assert params.max_batch_size == 32
+    assert params.allowed_batch_sizes == (1, 2, 4, 8, 16, 32)
+
+
 def test_bad_batching_file_is_a_usage_error(tmp_path, capsys):
     batching = tmp_path / "b.txt"
     batching.write_text("max_batch_size { value: -1 }")
