@@ -5,7 +5,9 @@ For each setting (batching off / on) a `gnmt-tf serve` process is started on a
 free 127.0.0.1 port; N client threads (default 1, 8, 32, 64) each send
 `Predict` requests of `--sentences-per-request` sentences back to back for
 `--seconds`; throughput (sentences/s), p50/p99 latency, errors and the server's
-RSS before/after are recorded. The hot-reload check serves a temporary base
+RSS before/after are recorded. Without `--batching_parameters_file` batching
+uses `max_batch_size` 32, 2 ms, and the server's default padding to batch
+sizes 1, 2, 4, 8, 16, 32 (see `serving.cli.DEFAULT_ALLOWED_SIZES`). The hot-reload check serves a temporary base
 folder whose version folders are symlinks to the newest real version, adds
 version N+1 while 8 clients run, keeps them running until N+1 is AVAILABLE
 and N unloaded (plus two seconds), and counts failed requests. After the
@@ -41,6 +43,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from serving.batching_config import BatchingParameters  # noqa: E402
+from serving.cli import DEFAULT_ALLOWED_SIZES  # noqa: E402
 from serving.client import TranslationClient  # noqa: E402
 from serving.client import TranslationError  # noqa: E402
 from serving.model_manager import list_versions  # noqa: E402
@@ -284,7 +287,8 @@ def main(argv=None):
                 f.write(BatchingParameters(
                     max_batch_size=32, batch_timeout_micros=2000,
                     max_enqueued_batches=1000,
-                    num_batch_threads=os.cpu_count() or 1).to_text())
+                    num_batch_threads=os.cpu_count() or 1,
+                    allowed_batch_sizes=DEFAULT_ALLOWED_SIZES).to_text())
         runs = run_setting(args, None, clients_list)
         runs += run_setting(args, batching_file, clients_list)
         reload = hot_reload(args, batching_file)
@@ -298,8 +302,9 @@ def main(argv=None):
                           if r["model"] != args.model_name]
         result["hot_reload"] = old.get("hot_reload", {})
         result["commands"] = old.get("commands", {})
-        if "rss_soak" in old:  # benchmarks/serving_rss_soak.py
-            result["rss_soak"] = old["rss_soak"]
+        for key in ("rss_soak", "rss_by_batch_sizes"):  # other benchmarks
+            if key in old:
+                result[key] = old[key]
     result["runs"] += runs
     result["hot_reload"][args.model_name] = reload
     result["commands"][args.model_name] = command
