@@ -111,14 +111,6 @@ def measure(translate_batch, sentences, latency_sentences):
     return hypotheses, latency, throughput
 
 
-def parse_task(spec):
-    """`"en,de,caption"` -> `(src_lang, tgt_lang, tags)`, or None."""
-    if not spec:
-        return None
-    src, tgt, tags = (spec.split(",", 2) + ["", ""])[:3]
-    return src, tgt, tags
-
-
 def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
@@ -133,7 +125,9 @@ def main(argv=None):
     from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
     from gnmt_tf.translator import SearchOptions
 
-    task = parse_task(args.task)
+    from serving_load import task_inputs  # (this script's folder)
+
+    task = task_inputs(args.task)
     work = pathlib.Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     src, ref = corpus.read_parallel(args.data_dir, args.test_split,
@@ -181,9 +175,8 @@ def main(argv=None):
     def savedmodel_batch(batch):
         inputs = {"text": tf.constant(batch)}
         if task:
-            inputs.update({key: tf.constant([value] * len(batch)) for
-                           key, value in zip(("src_lang", "tgt_lang", "tags"),
-                                             task)})
+            inputs.update({key: tf.constant([value] * len(batch))
+                           for key, value in task.items()})
         out = serve(**inputs)["translations"].numpy()
         return [t.decode("utf-8") for t in out]
 
@@ -191,7 +184,7 @@ def main(argv=None):
     for key, path in paths.items():
         translator = open_translator(path, num_threads=args.threads)
         runners[key] = (lambda t: lambda batch: t.translate(
-            batch, *(task or ()), beam_size=args.beam_size,
+            batch, **(task or {}), beam_size=args.beam_size,
             length_penalty=args.alpha))(translator)
     results = {"sacrebleu": {}, "size_mb": sizes, "latency_ms_batch1": {},
                "throughput_sentences_per_s_batch32": {}}
@@ -225,7 +218,7 @@ def main(argv=None):
         from task_space.translator import TaskSpaceTranslator
 
         in_process = TaskSpaceTranslator.from_model_dir(args.model).translate(
-            parity_src, *task, options=options)
+            parity_src, **task, options=options)
     else:
         from gnmt_tf.model_dir import load_model
         from gnmt_tf.translator import Translator

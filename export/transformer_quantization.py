@@ -158,6 +158,11 @@ class QATEinsumDense(quantization.FakeQuantMixin, keras.layers.EinsumDense):
     def build(self, input_shape):
         _, self._contracted, _ = _matmul_equation(self.equation)
         super().build(input_shape)
+        if self.bias is not None and self.bias.shape != self.kernel.shape[
+                len(self._contracted):]:
+            # The task-space layers' biases cover every output axis.
+            raise ValueError("QATEinsumDense needs a bias over all output "
+                             f"axes, got bias_axes {self.bias_axes!r}")
         self._build_quantizers(
             SymmetricDenseQuantizeConfig() if self.symmetric_output
             else quantization.DenseQuantizeConfig())
@@ -173,21 +178,13 @@ class QATEinsumDense(quantization.FakeQuantMixin, keras.layers.EinsumDense):
         # reshape after them: a Reshape between the MatMul and its bias add
         # leaves the converter a MatMul without an output range, which it
         # keeps float (with a float copy of the kernel).
-        full_bias = self.bias is not None and self.bias.shape == out_shape
-        if full_bias:
+        if self.bias is not None:
             outputs += tf.reshape(self.bias, [-1])
-        if self.activation is not None and full_bias:
-            outputs = self.activation(outputs)
-        if full_bias or self.bias is None:
-            outputs = self.fake_quant("output", outputs, training)
-        outputs = tf.reshape(outputs, tf.concat(
-            [tf.shape(inputs)[:inputs.shape.rank - rank], out_shape], 0))
-        if full_bias or self.bias is None:
-            return outputs
-        outputs += self.bias  # broadcast over the axes it does not cover
         if self.activation is not None:
             outputs = self.activation(outputs)
-        return self.fake_quant("output", outputs, training)
+        outputs = self.fake_quant("output", outputs, training)
+        return tf.reshape(outputs, tf.concat(
+            [tf.shape(inputs)[:inputs.shape.rank - rank], out_shape], 0))
 
 
 class QATLayerNormalization(quantization.FakeQuantMixin,
