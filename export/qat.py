@@ -326,6 +326,7 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
         out, MODEL_TYPE, model.config, train_config,
         {"src_lang": src_lang, "tgt_lang": tgt_lang,
          "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
+    keras.utils.set_random_seed(train_config.seed)  # before the shuffle
     dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
                                train_config)
     return finetune(model, train_config, dataset, out, calibration_batches,

@@ -25,6 +25,8 @@ import dataclasses
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
+import tf_keras as keras
+
 from export import qat
 from export import quantization
 from export import transformer_quantization as tq
@@ -141,6 +143,7 @@ def qat_finetune_transformer(model_dir, out_model_dir, data_dir, steps=1000,
         out, MODEL_TYPE, model.config, train_config,
         {"task_space": dataclasses.asdict(options),
          "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
+    keras.utils.set_random_seed(train_config.seed)  # before the shuffle
     dataset = training_dataset(subwords, data_dir, model.config, options,
                                train_config)
     return qat.finetune(model, train_config, dataset, out,

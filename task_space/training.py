@@ -194,6 +194,9 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
     print(f"training on {len(pairs)} directions "
           f"({data_lib.format_directions(pairs)}), {len(train)} pairs",
           file=sys.stderr)
+    # Seed before the datasets: their shuffles mix the global seed with
+    # their own, so a seed left by earlier code would change the order.
+    keras.utils.set_random_seed(train_config.seed)
     encode = dict(subwords=subwords, config=model_config,
                   use_target_language_token=options.target_language_token)
     dataset = data_lib.make_task_dataset(
@@ -212,7 +215,6 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
                 shuffle=False, repeat=False)
         except FileNotFoundError:
             pass
-    keras.utils.set_random_seed(train_config.seed)
     with trainer.make_strategy(strategy).scope():
         model = TaskSpaceTranslationModel(model_config)
         trainer.compile_model(model, train_config, model_config.pad_id)

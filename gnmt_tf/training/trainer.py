@@ -153,6 +153,9 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
         model_dir, "gnmt", model_config, train_config,
         {"src_lang": src_lang, "tgt_lang": tgt_lang})
 
+    # Seed before the datasets: their shuffles mix the global seed with
+    # their own, so a seed left by earlier code would change the order.
+    keras.utils.set_random_seed(train_config.seed)
     dataset = make_dataset(subwords.encode(src), subwords.encode(tgt),
                            train_config.max_tokens, train_config.max_length,
                            shuffle_buffer=train_config.shuffle_buffer,
@@ -165,7 +168,6 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
                                   shuffle=False, repeat=False)
     except FileNotFoundError:
         pass
-    keras.utils.set_random_seed(train_config.seed)
     with make_strategy(strategy).scope():
         model = GNMT(model_config)
         compile_model(model, train_config, model_config.pad_id)

@@ -21,9 +21,11 @@ def batches(ts_model_dir, multiway_dir):
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.text.subword import Subwords
     from task_space.training import read_task_space_config
+    import tf_keras as keras
 
     config, options = read_task_space_config(ts_model_dir)
     subwords = Subwords(ts_model_dir / "spm.model")
+    keras.utils.set_random_seed(0)  # the shuffle mixes in the global seed
     dataset = training_dataset(subwords, multiway_dir, config, options,
                                TrainConfig(max_tokens=256, max_length=16,
                                            shuffle_buffer=64))
@@ -138,12 +140,23 @@ def test_cached_step_matches_teacher_forced(qat_model, batches):
         maps.append(step_attention)
     heads = qat_model.config.num_heads
     mask = features["target_in_ids"].numpy() != 0
-    np.testing.assert_allclose(
-        tf.stack(log_probs, 1).numpy()[mask],
-        tf.nn.log_softmax(logits).numpy()[mask], atol=1e-4)
-    np.testing.assert_allclose(
-        tf.stack(maps, 1).numpy()[mask],
-        tf.reduce_mean(attention[:, -heads:], 1).numpy()[mask], atol=1e-4)
+    got = tf.stack(log_probs, 1).numpy()[mask]  # [positions, V]
+    expected = tf.nn.log_softmax(logits).numpy()[mask]
+    got_maps = tf.stack(maps, 1).numpy()[mask]
+    expected_maps = tf.reduce_mean(attention[:, -heads:], 1).numpy()[mask]
+    # The step and the full pass compute the same sums with other shapes,
+    # so a value within float rounding of a fake-quant rounding boundary
+    # may round the other way in one of them (seen on AVX-512 machines).
+    # Such a flip moves that position's logits by whole steps of their int8
+    # grid (log-softmax at most doubles that), and leaves the others alone.
+    # A cache bug moves every position.
+    ranges = qat_model.embedding._fq.activations["logits"][1]
+    step = (ranges["max_var"].numpy() - ranges["min_var"].numpy()) / 255
+    error = np.maximum(np.abs(got - expected).max(-1),
+                       np.abs(got_maps - expected_maps).max(-1))
+    flipped = error > 1e-4
+    assert flipped.mean() <= 0.1, error
+    assert np.abs(got - expected).max() <= 4 * step, step
 
 
 @pytest.fixture(scope="module")
