@@ -252,6 +252,24 @@ class AlignedTranslationModel(keras.Model):
     def step(self, ids, state):
         return self.translation_model.step(ids, state)
 
+    @property
+    def max_target_length(self):
+        return self.translation_model.max_target_length
+
+    def task_inputs(self):
+        return self.translation_model.task_inputs()
+
+    def check_task(self, **ids):
+        self.translation_model.check_task(**ids)
+
+    def source_prefix_ids(self, **task):
+        return self.translation_model.source_prefix_ids(**task)
+
+    def attach_vocabulary(self, subwords, payload):
+        attach = getattr(self.translation_model, "attach_vocabulary", None)
+        if attach is not None:
+            attach(subwords, payload)
+
     # --- Forward passes ----------------------------------------------------
     @staticmethod
     def _features(inputs):

@@ -32,6 +32,7 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
+import tensorflow as tf
 
 from alignment.aligned_model import word_index_of_pieces
 from alignment.placeholders import (PLACEHOLDER_TOKENS, Entity,
@@ -190,8 +191,7 @@ class PlaceholderTranslator:
     """Mask -> translate -> map placeholders -> restore.
 
     Args:
-        translator: a `gnmt_tf.translator.Translator` (or
-            `task_space.translator.TaskSpaceTranslator`) of `model`.
+        translator: a `gnmt_tf.translator.Translator` of `model`.
         model: the `AlignedTranslationModel` the translator drives (for the
             teacher-forced pass that feeds the head).
         masker: object with `mask(text) -> (masked, entities)`
@@ -219,40 +219,38 @@ class PlaceholderTranslator:
         self.repair = repair
         self.subwords = translator.subwords
 
-    def _source_prefix(self, translate_kwargs) -> List[int]:
-        if getattr(self.translator, "target_language_token", False):
-            ids = self.translator._language_token_ids.numpy()
-            return [int(ids[self.model.config.language_id(
-                translate_kwargs["tgt_lang"])])]
-        return []
+    def _source_prefix(self, ids) -> List[int]:
+        """The model's source prefix ids (`<2xx>`) for task `ids`."""
+        if not ids:  # a model without task inputs has no prefix
+            return []
+        prefix = self.model.source_prefix_ids(**{
+            name: tf.constant([value], tf.int32)
+            for name, value in ids.items()})
+        return [] if prefix is None else [int(i) for i in prefix.numpy()[0]]
 
-    def _task_inputs(self, n, translate_kwargs):
-        if "src_lang" not in translate_kwargs:
-            return None
-        src, tgt, tags = self.translator.task_inputs(
-            translate_kwargs["src_lang"], translate_kwargs["tgt_lang"],
-            translate_kwargs.get("tags", ()))
-        return {"src_lang": [src] * n, "tgt_lang": [tgt] * n,
-                "tags": [tags] * n}
+    @staticmethod
+    def _task_inputs(n, ids):
+        """Task `ids` repeated for `n` rows, or None for a model without."""
+        return {name: [value] * n for name, value in ids.items()} or None
 
     def score_maps(self, masked_sources, masked_translations,
                    translate_kwargs=None):
         """Teacher-forced head probabilities and mean attention per pair,
         each `[T+1, S+1(+prefix)]` over subwords, plus the prefix length."""
-        translate_kwargs = translate_kwargs or {}
-        prefix = self._source_prefix(translate_kwargs)
+        task = self.translator.task_ids(**(translate_kwargs or {}))
+        prefix = self._source_prefix(task)
         source_ids = [prefix + ids for ids in
                       self.subwords.encode(masked_sources)]
         target_ids = self.subwords.encode(masked_translations)
         probabilities, attention = self.model.forced_alignment(
-            source_ids, target_ids,
-            self._task_inputs(len(source_ids), translate_kwargs))
+            source_ids, target_ids, self._task_inputs(len(source_ids), task))
         return probabilities, attention, len(prefix)
 
     def translate_detailed(self, sentences, options=None, batch_size=32,
                            **translate_kwargs) -> List[PlaceholderTranslation]:
         """Runs the whole path; `translate_kwargs` go to the translator
-        (`src_lang`, `tgt_lang`, `tags` for the task-space translator)."""
+        (the model's task inputs: `src_lang`, `tgt_lang`, `tags` for a
+        task-space model)."""
         from gnmt_tf.translator import SearchOptions
 
         options = options or SearchOptions(beam_size=1)

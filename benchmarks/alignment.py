@@ -235,11 +235,10 @@ def main(argv=None):
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.text.subword import Subwords, train_sentencepiece
     from gnmt_tf.training import trainer
-    from gnmt_tf.translator import SearchOptions
+    from gnmt_tf.translator import SearchOptions, Translator
     from task_space.config import TransformerConfig
     from task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
-    from task_space.translator import TaskSpaceTranslator
 
     # --- Data and fast_align links -------------------------------------------
     tests = ("test_2016_flickr", "test_2017_flickr")
@@ -375,11 +374,11 @@ def main(argv=None):
     print(f"restoration accuracy: {accuracy}", file=sys.stderr)
 
     # The model's own outputs: how many placeholders it carries.
-    translator = TaskSpaceTranslator(aligned, subwords,
-                                     max_source_length=4096)
+    translator = Translator(aligned, subwords)
     subset = test_sources[:args.decode_lines]
-    outputs = translator.translate(subset, "en", "de", ["caption"],
-                                   options=SearchOptions(beam_size=1))
+    outputs = translator.translate(subset, SearchOptions(beam_size=1),
+                                   src_lang="en", tgt_lang="de",
+                                   tags=["caption"])
     carried = wanted = 0
     for source, output in zip(subset, outputs):
         for token in PLACEHOLDER_TOKENS:

@@ -214,18 +214,10 @@ def main(argv=None):
         except FileNotFoundError:
             pass
     parity_src = parity_src[:args.parity_sentences]
-    if task:
-        from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
-        in_process = TaskSpaceTranslator.from_model_dir(args.model).translate(
-            parity_src, **task, options=options)
-    else:
-        from gnmt_tf.model_dir import load_model
-        from gnmt_tf.translator import Translator
-
-        model, subwords, _ = load_model(args.model)
-        in_process = Translator(model, subwords).translate(parity_src,
-                                                           options)
+    in_process = Translator.from_model_dir(args.model).translate(
+        parity_src, options, **(task or {}))
     served = [t for batch in chunks(parity_src, 32)
               for t in savedmodel_batch(batch)]
     same = sum(a == b for a, b in zip(in_process, served))

@@ -130,15 +130,14 @@ def evaluate(args, name):
     """sacreBLEU of one run on every test split its directions exist in;
     cached in `<run>/bleu.json`."""
     from gnmt_tf.evaluation import score_corpus
-    from gnmt_tf.translator import SearchOptions
+    from gnmt_tf.translator import SearchOptions, Translator
     from task_space import data as data_lib
-    from task_space.translator import TaskSpaceTranslator
 
     run_dir = pathlib.Path(args.runs_dir) / name
     cache = run_dir / "bleu.json"
     if cache.exists():
         return json.loads(cache.read_text())
-    translator = TaskSpaceTranslator.from_model_dir(run_dir)
+    translator = Translator.from_model_dir(run_dir)
     options = SearchOptions(beam_size=args.beam_size,
                             length_penalty=args.alpha)
     scores, seconds, tokens = {}, 0.0, 0
@@ -152,8 +151,8 @@ def evaluate(args, name):
                 continue
             start = time.perf_counter()
             hypotheses = translator.translate(
-                examples.sources, src, tgt, ("caption",), options,
-                args.batch_size)
+                examples.sources, options, args.batch_size, src_lang=src,
+                tgt_lang=tgt, tags=("caption",))
             seconds += time.perf_counter() - start
             tokens += sum(len(h.split()) for h in hypotheses)
             result = score_corpus(hypotheses, examples.targets)

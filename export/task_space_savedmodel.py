@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from export import savedmodel
 from gnmt_tf import model_dir as model_dir_lib
-from gnmt_tf.translator import SearchOptions
+from gnmt_tf.translator import SearchOptions, Translator
 
 TASK_INPUTS = ("src_lang", "tgt_lang", "tags")
 TASK_SPECS = tuple(tf.TensorSpec([None], tf.string, name=name)
@@ -74,25 +74,17 @@ class TaskSpaceTranslationModule(savedmodel.TranslationModule):
       model: a trained `task_space.TaskSpaceTransformer` (or subclass).
       subwords: its `gnmt_tf.text.subword.Subwords`.
       search_options, beam_sizes: as `TranslationModule`.
-      max_source_length: int or None. Longer inputs (in subwords, not
-        counting a `<2xx>` token, as `TaskSpaceTranslator`) are rejected;
-        default and upper bound: the model's `max_sequence_length`.
-      target_language_token: bool. The model was trained with `<2xx>`
-        source prefixes (the Johnson et al. baseline).
+      max_source_length: int or None. Longer inputs (in subwords, a
+        `<2xx>` token not counted, as `Translator`) are rejected; default
+        and upper bound: the model's `max_sequence_length`.
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
                  beam_sizes=savedmodel.DEFAULT_BEAM_SIZES,
-                 max_source_length=None, target_language_token=False):
-        from task_space.translator import TaskSpaceTranslator
-
-        limit = model.config.max_sequence_length
-        max_source_length = min(int(max_source_length or limit), limit)
-        translator = TaskSpaceTranslator(model, subwords,
-                                         target_language_token,
-                                         max_source_length)
+                 max_source_length=None):
+        translator = Translator(model, subwords, max_source_length)
         super().__init__(model, subwords, search_options, beam_sizes,
-                         max_source_length, translator=translator)
+                         translator.max_source_length, translator=translator)
 
     def _build_functions(self):
         config = self.model.config
@@ -166,7 +158,8 @@ class TaskSpaceTranslationModule(savedmodel.TranslationModule):
     # --- graph bodies -----------------------------------------------------
 
     def _run_search(self, text, options, task):
-        return self.translator.search_task(text, *task, options)
+        return self.translator.search(text, options,
+                                      **dict(zip(TASK_INPUTS, task)))
 
     def _search_task(self, text, src_lang, tgt_lang, tags, options):
         task = self._task(tf.size(text), src_lang, tgt_lang, tags)
@@ -247,8 +240,7 @@ def export_task_space_savedmodel(model_dir, export_dir, search_options=None,
     config.task_features(src, tgt, data_lib.parse_tags(tags))  # known names
     model, subwords, payload = model_dir_lib.load_model(model_dir)
     module = TaskSpaceTranslationModule(
-        model, subwords, search_options, beam_sizes, max_source_length,
-        options.target_language_token)
+        model, subwords, search_options, beam_sizes, max_source_length)
     if warmup_sentences is None:
         warmup_sentences = savedmodel.DEFAULT_WARMUP_SENTENCES
     warmup_sentences = savedmodel.usable_warmup_sentences(module,

@@ -57,7 +57,7 @@ def default_lengths(config, max_source_length=None, max_target_length=None,
     """`(L, T)`: the given lengths, or the defaults for `config`.
 
     Defaults: `L = config.max_sequence_length + 1` (the longest source
-    `TaskSpaceTranslator` accepts, plus its end token; + 1 more for the
+    `Translator` accepts, plus its end token; + 1 more for the
     `<2xx>` token with `target_language_token`) and
     `T = min(DEFAULT_MAX_TARGET_LENGTH, config.max_sequence_length)`.
 

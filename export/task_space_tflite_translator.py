@@ -6,7 +6,7 @@
 their ``task.json``, from which it maps a direction (language codes) and
 scene tags (names) to the ids the ``encode`` signature takes, and prepends
 the `<2xx>` token for models trained with ``target_language_token``, as
-`task_space.translator.TaskSpaceTranslator` does in TensorFlow. Like the
+`gnmt_tf.translator.Translator` does in TensorFlow. Like the
 base class it imports no TensorFlow.
 """
 
@@ -45,7 +45,7 @@ class TaskSpaceTFLiteTranslator(TFLiteTranslator):
       default_tags: tuple of str. The tags the model was trained with, used
         when `tags` is None.
       max_output_length: int. The KV-cache length, at most the model's
-        `max_sequence_length` (where `TaskSpaceTranslator` stops too):
+        `max_sequence_length` (where `Translator` stops too):
         outputs end after this many subwords (end token included) whatever
         `max_length_ratio` allows; a hypothesis cut there has no end token.
 

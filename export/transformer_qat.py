@@ -4,7 +4,7 @@
 QAT layers of `export.transformer_quantization`, with the same constructor,
 config, call, `encode` / `initial_state` / `step` and variable names, so a
 float checkpoint restores into it (`copy_float_weights`) and
-`task_space.translator.TaskSpaceTranslator` decodes with it (fake quant in
+`gnmt_tf.translator.Translator` decodes with it (fake quant in
 inference mode inside the in-graph search).
 
 `qat_finetune_transformer(model_dir, out_model_dir, data_dir, ...)` (also
@@ -17,7 +17,7 @@ float model was trained on (its `config.json`), and writes a model
 directory of type ``task_space_transformer_qat``: `config.json` (the float
 model's `model` and `task_space` entries, the fine-tuning `train` config and
 a `qat` entry), `spm.model`, `checkpoints/`. `gnmt_tf.model_dir.load_model`,
-`TaskSpaceTranslator.from_model_dir` and the `gnmt-tf translate` /
+`Translator.from_model_dir` and the `gnmt-tf translate` /
 `task-space` commands open it like a float one.
 """
 

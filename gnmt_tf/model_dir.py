@@ -129,4 +129,7 @@ def load_model(model_dir):
     model(model.dummy_inputs())  # create variables so restore checks them now
     if restore_latest(tf.train.Checkpoint(model=model), model_dir) is None:
         raise FileNotFoundError(f"no checkpoint in {pathlib.Path(model_dir) / CHECKPOINT_DIR}")
+    attach = getattr(model, "attach_vocabulary", None)
+    if attach is not None:  # inputs that depend on the vocabulary
+        attach(subwords, payload)
     return model, subwords, payload

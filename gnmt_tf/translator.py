@@ -13,7 +13,11 @@ import typing
 import numpy as np
 import tensorflow as tf
 
+from gnmt_tf import seq2seq_model
 from gnmt_tf.decoding import beam_search, greedy_search
+
+# Source limit (subwords) of models without a length limit of their own.
+DEFAULT_MAX_SOURCE_LENGTH = 250
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,19 +51,38 @@ class Hypothesis:
 
 
 class Translator:
-    """Translates raw sentences with a model exposing the step-function API.
+    """Translates raw sentences with any `gnmt_tf.seq2seq_model.Seq2SeqModel`.
+
+    The model's task inputs (`model.task_inputs()`: none for GNMT; source
+    and target language and scene tags for the task-space Transformer) are
+    keyword arguments of `translate` / `translate_nbest`, checked with clear
+    errors, and int32 id inputs of `search_fn` after the text.
 
     Args:
-      model: a model with `encode(source_ids)`, `initial_state(encoded)` and
-        `step(ids, state)` (e.g. `gnmt_tf.models.GNMT`).
+      model: a `Seq2SeqModel` (e.g. `gnmt_tf.models.GNMT`).
       subwords: `gnmt_tf.text.subword.Subwords` of the model.
-      max_source_length: int. Longer inputs (in subwords) are rejected.
+      max_source_length: int or None. Longer inputs (in subwords) are
+        rejected; default and upper bound: the
+        model's `max_target_length`; default without one: 250.
+
+    Example:
+    ```python
+    translator = Translator.from_model_dir("runs/ts")
+    translator.translate(["A dog runs."], src_lang="en", tgt_lang="fr",
+                         tags=["caption"])
+    ```
     """
 
-    def __init__(self, model, subwords, max_source_length=250):
+    def __init__(self, model, subwords, max_source_length=None):
         self.model = model
         self.subwords = subwords
-        self.max_source_length = max_source_length
+        limit = model.max_target_length
+        if limit:
+            self.max_source_length = min(int(max_source_length or limit), limit)
+        else:
+            self.max_source_length = int(max_source_length
+                                         or DEFAULT_MAX_SOURCE_LENGTH)
+        self.task_inputs = tuple(model.task_inputs())
         self.bos_id = model.config.bos_id
         self.eos_id = model.config.eos_id
         self._functions = {}
@@ -67,11 +90,25 @@ class Translator:
         # would belong to that function's graph and be unusable in the next.
         self.tokenizer = subwords.tf_tokenizer
 
-    def tokenize(self, sentences):
-        """`sentences [B]` strings -> `(source_ids [B, S], lengths [B])` with EOS."""
+    @classmethod
+    def from_model_dir(cls, model_dir, **kwargs):
+        """Loads a trained model directory (any registered model type)."""
+        from gnmt_tf.model_dir import load_model
+
+        model, subwords, _ = load_model(model_dir)
+        return cls(model, subwords, **kwargs)
+
+    def tokenize(self, sentences, task=None):
+        """`sentences [B]` strings -> `(source_ids [B, S], lengths [B])`: the
+        model's source prefix (for `task`, int32 id tensors), subwords, EOS."""
         tokens = self.tokenizer.tokenize(sentences)
         eos = tf.fill([tokens.nrows(), 1], tf.constant(self.eos_id, tokens.dtype))
-        tokens = tf.concat([tokens, tf.RaggedTensor.from_tensor(eos)], axis=1)
+        parts = [tokens, tf.RaggedTensor.from_tensor(eos)]
+        prefix = self.model.source_prefix_ids(**(task or {}))
+        if prefix is not None:
+            parts.insert(0, tf.RaggedTensor.from_tensor(
+                tf.cast(prefix, tokens.dtype)))
+        tokens = tf.concat(parts, axis=1)
         return tokens.to_tensor(0), tf.cast(tokens.row_lengths(), tf.int32)
 
     def detokenize(self, ids, lengths):
@@ -86,16 +123,26 @@ class Translator:
         text = self.tokenizer.detokenize(ragged)
         return tf.reshape(text, shape[:2])
 
-    def search(self, sentences, options: SearchOptions):
-        """Graph body: strings `[B]` -> dict(translations [B, N], scores [B, N])."""
-        source_ids, source_lengths = self.tokenize(sentences)
-        state = self.model.initial_state(self.model.encode(source_ids))
-        return self.decode(state, source_lengths, options)
+    def search(self, sentences, options: SearchOptions, **task):
+        """Graph body: strings `[B]` and the task as int32 ids (`[B]`, or
+        `[B, K]` multi-hot) -> dict(translations [B, N], scores [B, N])."""
+        source_ids, source_lengths = self.tokenize(sentences, task)
+        max_lengths = self.max_lengths(source_lengths, options)
+        encoded = self.model.encode(source_ids, **task)
+        # The search runs at most max(max_lengths) steps: the state's size.
+        state = self.model.initial_state(
+            encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
+        return self.decode(state, source_lengths, options, max_lengths)
 
     def max_lengths(self, source_lengths, options: SearchOptions):
-        """Output length limits `[B]`: `max_length_ratio` times the source."""
-        return tf.cast(tf.math.ceil(
+        """Output length limits `[B]`: `max_length_ratio` times the source, at
+        most the model's `max_target_length` (so host-driven and in-graph
+        searches stop at the same length)."""
+        lengths = tf.cast(tf.math.ceil(
             options.max_length_ratio * tf.cast(source_lengths, tf.float32)), tf.int32)
+        if self.model.max_target_length:
+            lengths = tf.minimum(lengths, self.model.max_target_length)
+        return lengths
 
     def decode(self, state, source_lengths, options: SearchOptions, max_lengths=None):
         """Runs the search from a decoding `state` and detokenises the result."""
@@ -117,19 +164,37 @@ class Translator:
         return {"translations": self.detokenize(result.ids, result.lengths),
                 "scores": result.scores}
 
+    def task_specs(self):
+        """The int32 `TensorSpec`s of the task inputs, in order."""
+        return [tf.TensorSpec(t.shape, tf.int32, name=t.name)
+                for t in self.task_inputs]
+
     def search_fn(self, options: SearchOptions):
-        """The `tf.function` (string batch -> dict) for `options`, cached."""
+        """The `tf.function` `(sentences [B], *task ids) -> dict` for
+        `options`, cached."""
         if options not in self._functions:
+            names = [t.name for t in self.task_inputs]
             # No autograph: the search is explicit tf.while_loops already, and
             # converting the whole model call tree doubles the tracing time.
             self._functions[options] = tf.function(
-                lambda sentences: self.search(sentences, options),
-                input_signature=[tf.TensorSpec([None], tf.string)],
+                lambda sentences, *task: self.search(
+                    sentences, options, **dict(zip(names, task))),
+                input_signature=[tf.TensorSpec([None], tf.string),
+                                 *self.task_specs()],
                 autograph=False)
         return self._functions[options]
 
+    def task_ids(self, **task):
+        """Checks Python task arguments; returns their ids by name.
+
+        Raises:
+          ValueError: a missing, unexpected or unknown task argument.
+        """
+        return seq2seq_model.task_ids(self.model, task)
+
     def check_inputs(self, sentences):
-        """Validates raw inputs; returns their subword lengths.
+        """Validates raw inputs; returns their subword lengths (a source
+        prefix such as `<2xx>` not counted, as in the exported graph).
 
         Raises:
           TypeError: an input is not a `str`.
@@ -146,35 +211,40 @@ class Translator:
                     f"{self.max_source_length} (split it into sentences)")
         return lengths
 
-    def translate_nbest(self, sentences, options=SearchOptions(), batch_size=32):
+    def translate_nbest(self, sentences, options=SearchOptions(), batch_size=32,
+                        **task):
         """Translates `sentences`, returning an n-best list of `Hypothesis` each.
 
-        Empty (or whitespace-only) inputs give one empty hypothesis and never
-        reach the model. Sentences are sorted by length and translated in
-        batches of similar length; results come back in input order.
-        """
-        return self._translate_in_batches(sentences, self.search_fn(options),
-                                          batch_size)
+        `task` holds the model's task arguments by name (e.g. `src_lang="en",
+        tgt_lang="fr", tags=["caption"]`; none for GNMT). Empty (or
+        whitespace-only) inputs give one empty hypothesis and never reach the
+        model. Sentences are sorted by length and translated in batches of
+        similar length; results come back in input order.
 
-    def _translate_in_batches(self, sentences, function, batch_size,
-                              extra_inputs=lambda n: ()):
-        """Validates, sorts by length, runs `function(strings, *extra_inputs(n))`
-        per batch of `n` and returns n-best lists in input order."""
+        Raises:
+          ValueError: a bad task argument or an over-long input.
+          TypeError: an input that is not a str.
+        """
+        ids = self.task_ids(**task)
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)
+        function = self.search_fn(options)
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),
                        key=lambda i: lengths[i])
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             batch = np.array([sentences[i].encode("utf-8") for i in chunk], dtype=object)
-            out = function(tf.constant(batch), *extra_inputs(len(chunk)))
+            task_batch = [tf.constant([ids[t.name]] * len(chunk), tf.int32)
+                          for t in self.task_inputs]
+            out = function(tf.constant(batch), *task_batch)
             texts, scores = out["translations"].numpy(), out["scores"].numpy()
             for row, i in enumerate(chunk):
                 results[i] = [Hypothesis(t.decode("utf-8"), float(s))
                               for t, s in zip(texts[row], scores[row])]
         return results
 
-    def translate(self, sentences, options=SearchOptions(), batch_size=32):
+    def translate(self, sentences, options=SearchOptions(), batch_size=32, **task):
         """Translates `sentences` (list of str) to a list of best translations."""
-        return [h[0].text for h in self.translate_nbest(sentences, options, batch_size)]
+        return [h[0].text for h in self.translate_nbest(sentences, options,
+                                                        batch_size, **task)]

@@ -216,12 +216,13 @@ def translate_from_args(args):
     config.tag_vector(parse_tags(tags))
     sentences = read_input(args.input)
 
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
-    translator = TaskSpaceTranslator.from_model_dir(args.model)
+    translator = Translator.from_model_dir(args.model)
     note_empty_lines(sentences)
-    results = translator.translate_nbest(sentences, src_lang, tgt_lang, tags,
-                                         options, args.batch_size)
+    results = translator.translate_nbest(
+        sentences, options, args.batch_size, src_lang=src_lang,
+        tgt_lang=tgt_lang, tags=tags)
     write_results(results, options, args.output)
     return 0
 
@@ -261,9 +262,9 @@ def evaluate_from_args(args):
             args.data_dir, args.split, pairs, max_lines=args.max_lines,
             languages=config.languages)
 
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
-    translator = TaskSpaceTranslator.from_model_dir(args.model)
+    translator = Translator.from_model_dir(args.model)
     rows = evaluate_tasks(translator, examples, options, args.batch_size,
                           tags)
     print(format_rows(rows))

@@ -3,7 +3,7 @@
 
 Example:
 ```python
-translator = TaskSpaceTranslator.from_model_dir("runs/ts")
+translator = Translator.from_model_dir("runs/ts")
 examples = data.load_multi30k(data_dir, "test_2016_flickr", "all")
 for row in evaluate_tasks(translator, examples):
     print(row["direction"], row["tags"], row["bleu"])
@@ -28,7 +28,7 @@ def evaluate_tasks(translator, examples, options=SearchOptions(),
     """Translates `examples` task by task and scores each group.
 
     Args:
-        translator: `task_space.translator.TaskSpaceTranslator`.
+        translator: `gnmt_tf.translator.Translator` of a task-space model.
         examples: `task_space.data.TaskExamples` (references = targets).
         options: `gnmt_tf.translator.SearchOptions`.
         batch_size: sentences per search call.
@@ -46,8 +46,8 @@ def evaluate_tasks(translator, examples, options=SearchOptions(),
         sources = [examples.sources[i] for i in indices]
         references = [examples.targets[i] for i in indices]
         hypotheses = translator.translate(
-            sources, src, tgt, group_tags if tags is None else tags,
-            options, batch_size)
+            sources, options, batch_size, src_lang=src, tgt_lang=tgt,
+            tags=group_tags if tags is None else tags)
         scores = score_corpus(hypotheses, references)
         rows.append({"direction": f"{src}-{tgt}", "tags": list(group_tags),
                      "sentences": len(indices), "bleu": scores.bleu,

@@ -4,7 +4,7 @@ Light (no TensorFlow): `gnmt_tf.model_dir` maps model types to classes by
 dotted path, so after `import task_space.registry` the generic
 `gnmt_tf.model_dir.build_model` / `load_model` open task-space model
 directories. `task_space.cli` (discovered by the `gnmt-tf` CLI),
-`task_space.training` and `task_space.translator` import it.
+`task_space.training` imports it.
 """
 
 from gnmt_tf import model_dir as _model_dir

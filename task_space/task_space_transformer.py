@@ -7,6 +7,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
+from gnmt_tf.seq2seq_model import TaskInput
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
@@ -204,6 +205,40 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         if return_attention:
             return logits, attention
         return logits
+
+    # --- Seq2SeqModel (gnmt_tf.seq2seq_model) -------------------------------
+
+    # `<2xx>` token ids per language, for a model trained with one before
+    # each source (the Johnson et al. baseline); None for the task space.
+    # `TaskSpaceTranslationModel.attach_vocabulary` sets it from the model
+    # directory.
+    language_token_ids = None
+
+    @property
+    def max_target_length(self):
+        """The KV cache's default and the longest target the model is for."""
+        return self.config.max_sequence_length
+
+    def task_inputs(self):
+        """Source language, target language, scene tags (multi-hot)."""
+        c = self.config
+        return (TaskInput("src_lang", c.languages, label="language"),
+                TaskInput("tgt_lang", c.languages, label="language"),
+                TaskInput("tags", c.scene_tags, multi_hot=True,
+                          label="scene tag"))
+
+    def check_task(self, src_lang, tgt_lang, tags=None):
+        """Refuses a direction from a language to itself."""
+        if src_lang == tgt_lang:
+            raise ValueError(f"source and target language are both "
+                             f"{self.config.languages[src_lang]!r}")
+
+    def source_prefix_ids(self, src_lang=None, tgt_lang=None, tags=None):
+        """`[B, 1]` `<2tgt>` ids for the baseline; None with the task space."""
+        if self.language_token_ids is None:
+            return None
+        return tf.gather(tf.constant(self.language_token_ids, tf.int32),
+                         tgt_lang)[:, None]
 
     def initial_state(self, encoded, max_length=None):
         """The decoding state before the first `step`.

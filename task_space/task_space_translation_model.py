@@ -15,8 +15,9 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
 
     `gnmt_tf.training.trainer.fit` and `gnmt_tf.model_dir.load_model` call
     `model(model.dummy_inputs())` to create variables before restoring a
-    checkpoint; this subclass adds that method and nothing else, so its
-    variables (and checkpoints) are exactly those of `TaskSpaceTransformer`.
+    checkpoint, and `attach_vocabulary` after loading; this subclass adds
+    those methods and nothing else, so its variables (and checkpoints) are
+    exactly those of `TaskSpaceTransformer`.
 
     Args: as `TaskSpaceTransformer`.
 
@@ -35,3 +36,13 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
                 "src_lang": tf.zeros([1], tf.int32),
                 "tgt_lang": tf.zeros([1], tf.int32),
                 "tags": tf.zeros([1, c.num_tags], tf.int32)}
+
+    def attach_vocabulary(self, subwords, payload):
+        """Reads what the model's inputs need from its directory: the `<2xx>`
+        token ids of a model trained with them (`payload` is `config.json`)."""
+        from task_space import data as data_lib
+
+        if payload.get("task_space", {}).get("target_language_token"):
+            self.language_token_ids = tuple(
+                data_lib.target_language_token_ids(subwords,
+                                                   self.config.languages))

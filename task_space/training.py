@@ -5,7 +5,7 @@ task-space model: one shared SentencePiece vocabulary over all languages
 (with the `<2xx>` target-language tokens as unsplittable pieces), batches
 that mix directions, `model.fit` through `gnmt_tf.training.trainer.fit`
 (checkpoints every N steps, resume, wall-time budget), and a model directory
-that `gnmt_tf.model_dir.load_model` and `task_space.translator` open:
+that `gnmt_tf.model_dir.load_model` and `gnmt_tf.translator.Translator` open:
 
     MODEL_DIR/config.json   model_type "task_space_transformer", "model"
                             (TransformerConfig), "train" (TrainConfig) and

@@ -16,7 +16,8 @@ class GNMT(keras.Model):
     `call` is the teacher-forced full-sequence pass used by `model.fit`;
     `encode` / `initial_state` / `step` are the step-function interface the
     shared searches in `gnmt_tf.decoding` drive (one target position per call,
-    same weights and arithmetic).
+    same weights and arithmetic). It is a `gnmt_tf.seq2seq_model.Seq2SeqModel`
+    without task inputs.
 
     Args:
       config: `GNMTConfig` (or its fields as keyword arguments via `from_config`).
@@ -95,8 +96,24 @@ class GNMT(keras.Model):
         return {"source_ids": tf.constant([[self.config.eos_id]], tf.int32),
                 "target_in_ids": tf.constant([[self.config.bos_id]], tf.int32)}
 
-    def initial_state(self, encoded):
-        """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`."""
+    # --- Seq2SeqModel (gnmt_tf.seq2seq_model): one fixed direction ---------
+
+    max_target_length = None  # the LSTM state has no length limit
+
+    def task_inputs(self):
+        """None: a GNMT model translates the one direction it was trained on."""
+        return ()
+
+    def source_prefix_ids(self):
+        return None
+
+    def check_task(self):
+        pass
+
+    def initial_state(self, encoded, max_length=None):
+        """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`
+        (`max_length` is not needed: nothing is preallocated)."""
+        del max_length
         return self.decoder.initial_state(encoded["memory"], encoded["memory_mask"])
 
     def step(self, ids, state):

@@ -86,6 +86,9 @@ class _FakeTranslator:
         self.subwords = _FakeSubwords()
         self.drop_last = drop_last
 
+    def task_ids(self, **task):
+        return {}
+
     def translate(self, sentences, options=None, batch_size=32):
         out = []
         for s in sentences:

@@ -291,6 +291,6 @@ def ts_baseline_model_dir(multiway_dir, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ts_translator(ts_model_dir):
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
-    return TaskSpaceTranslator.from_model_dir(ts_model_dir)
+    return Translator.from_model_dir(ts_model_dir)

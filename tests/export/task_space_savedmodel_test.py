@@ -1,5 +1,5 @@
 """SavedModel export of a task-space Transformer: signatures, parity with
-`TaskSpaceTranslator` in a fresh process, host-driven decoding, op allowlist,
+`Translator` in a fresh process, host-driven decoding, op allowlist,
 bad task inputs, warm-up, and the local server serving it."""
 
 import json
@@ -138,7 +138,8 @@ def _expected(translator, **options):
     texts, scores = [], []
     for src, tgt, tags, sentences in DIRECTIONS:
         for hyps in translator.translate_nbest(
-                sentences, src, tgt, tags, SearchOptions(**options)):
+                sentences, SearchOptions(**options), src_lang=src,
+                tgt_lang=tgt, tags=tags):
             texts.append(hyps[0].text)
             scores.append(hyps[0].score)
     return texts, scores
@@ -317,7 +318,7 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
 
     from export.savedmodel import export_savedmodel
     from gnmt_tf.translator import SearchOptions
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
     model_dir = ts_baseline_model_dir
     options = SearchOptions(beam_size=2)
@@ -326,8 +327,8 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     serve = tf.saved_model.load(str(path)).signatures["serving_default"]
     batch = _mixed_batch()
     out = serve(**{k: tf.constant(v) for k, v in batch.items()})
-    translator = TaskSpaceTranslator.from_model_dir(model_dir)
-    assert translator.target_language_token
+    translator = Translator.from_model_dir(model_dir)
+    assert translator.model.language_token_ids is not None
     texts, scores = _expected(translator, beam_size=2)
     assert [t.decode() for t in out["translations"].numpy()] == texts
     assert out["scores"].numpy().tolist() == pytest.approx(scores, abs=1e-4)

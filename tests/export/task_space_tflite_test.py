@@ -1,5 +1,5 @@
 """TFLite export of a task-space Transformer and its host-side search:
-files, signatures, builtin ops, parity with `TaskSpaceTranslator`,
+files, signatures, builtin ops, parity with `Translator`,
 quantized formats, bad inputs and the CLI."""
 
 import json
@@ -110,8 +110,9 @@ def _expected(translator, search):
 
     texts, scores = [], []
     for src, tgt, tags, sentences in DIRECTIONS:
-        for hyps in translator.translate_nbest(sentences, src, tgt, tags,
-                                               SearchOptions(**search)):
+        for hyps in translator.translate_nbest(
+                sentences, SearchOptions(**search), src_lang=src,
+                tgt_lang=tgt, tags=tags):
             texts.append(hyps[0].text)
             scores.append(hyps[0].score)
     return texts, scores
@@ -263,17 +264,17 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
 def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     """The Johnson et al. baseline (no task space, `<2xx>` source token):
     `encode` takes the source ids only, the host prepends the token, and
-    the default length limit accepts what `TaskSpaceTranslator` does."""
+    the default length limit accepts what `Translator` does."""
     from export.tflite import export_tflite
     from export.tflite_translator import open_translator
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
     model_dir = ts_baseline_model_dir
     paths = export_tflite(model_dir, tmp_path / "tflite",
                           max_target_length=CACHE_LENGTH)
     tflite = open_translator(paths["model"])
     assert tflite.encode_inputs == ("source_ids",)
-    translator = TaskSpaceTranslator.from_model_dir(model_dir)
+    translator = Translator.from_model_dir(model_dir)
     for search in SEARCHES[:2]:
         texts, scores = _expected(translator, search)
         got_texts, got_scores = _tflite(tflite, search)

@@ -178,7 +178,7 @@ SENTENCES = ["a dog runs", "a big cat sleeps", "   ", "a man runs",
 def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
     from export.transformer_qat import QATTaskSpaceTransformer
     from gnmt_tf.model_dir import read_config
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
     payload = read_config(qat_dir)
     assert payload["model_type"] == "task_space_transformer_qat"
@@ -186,9 +186,10 @@ def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
     assert payload["train"]["train_steps"] == 3
     assert (qat_dir / "checkpoints").is_dir()
 
-    translator = TaskSpaceTranslator.from_model_dir(qat_dir)
+    translator = Translator.from_model_dir(qat_dir)
     assert isinstance(translator.model, QATTaskSpaceTransformer)
-    texts = translator.translate(SENTENCES[:3], "en", "fr", ["caption"])
+    texts = translator.translate(SENTENCES[:3], src_lang="en",
+                                 tgt_lang="fr", tags=["caption"])
     assert len(texts) == 3 and texts[2] == ""
     assert any(texts[:2])
 
@@ -198,14 +199,14 @@ def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
     from export.tflite_translator import open_translator
     from gnmt_tf.cli.main import main
     from gnmt_tf.translator import SearchOptions
-    from task_space.translator import TaskSpaceTranslator
+    from gnmt_tf.translator import Translator
 
     out = tmp_path / "int8"
     assert main(["export", "tflite", "--model", str(qat_dir), "--out",
                  str(out), "--int8"]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "model_int8.tflite", "spm.model", "task.json"]
-    qat_translator = TaskSpaceTranslator.from_model_dir(qat_dir)
+    qat_translator = Translator.from_model_dir(qat_dir)
     flatbuffer = (out / "model_int8.tflite").read_bytes()
     tables = int8_table_tensors(
         flatbuffer, qat_translator.model.embedding.embeddings.numpy())
@@ -214,7 +215,8 @@ def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
 
     tflite = open_translator(out / "model_int8.tflite")
     expected = qat_translator.translate_nbest(
-        SENTENCES, "en", "fr", ["caption"], SearchOptions(beam_size=1))
+        SENTENCES, SearchOptions(beam_size=1), src_lang="en", tgt_lang="fr",
+        tags=["caption"])
     got = tflite.translate_nbest(SENTENCES, "en", "fr", "caption",
                                  beam_size=1)
     # int8 arithmetic is not the fake-quant float arithmetic: the text may

@@ -18,7 +18,7 @@ from task_space.training import TaskSpaceOptions
 from task_space.training import get_preset
 from task_space.training import read_task_space_config
 from task_space.training import train_task_space
-from task_space.translator import TaskSpaceTranslator
+from gnmt_tf.translator import Translator
 
 GREEDY = SearchOptions(beam_size=1)
 BEAM = SearchOptions(beam_size=2, num_hypotheses=2)
@@ -45,7 +45,7 @@ def trained(multiway_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def translator(trained):
-    return TaskSpaceTranslator.from_model_dir(trained[0])
+    return Translator.from_model_dir(trained[0])
 
 
 def test_model_dir_contents(trained):
@@ -77,19 +77,21 @@ def test_generic_load_model_opens_it(trained, translator):
 
 def test_translate_round_trip(translator):
     out = translator.translate(["a dog runs", "", "the big cat sleeps"],
-                               "en", "fr", ["caption"], GREEDY)
+                               GREEDY, src_lang="en", tgt_lang="fr",
+                               tags=["caption"])
     assert len(out) == 3 and out[1] == ""
     assert all(isinstance(s, str) for s in out)
-    nbest = translator.translate_nbest(["ein Hund"], "de", "cs", "caption",
-                                       BEAM)
+    nbest = translator.translate_nbest(["ein Hund"], BEAM, src_lang="de",
+                                       tgt_lang="cs", tags="caption")
     assert len(nbest[0]) == 2 and nbest[0][0].score >= nbest[0][1].score
 
 
 def test_greedy_search_matches_full_forward_argmax(translator):
     """The KV-cached step search gives what the teacher-forced model gives."""
-    model, config = translator.model, translator.config
+    model, config = translator.model, translator.model.config
     sentence = "a red ball"
-    src, tgt, tags = translator.task_inputs("en", "de", ["caption"])
+    task = translator.task_ids(src_lang="en", tgt_lang="de", tags=["caption"])
+    src, tgt, tags = task["src_lang"], task["tgt_lang"], task["tags"]
     source_ids = translator.subwords.encode([sentence])[0] + [config.eos_id]
     max_length = int(np.ceil(GREEDY.max_length_ratio * len(source_ids)))
     ids = [config.bos_id]
@@ -104,8 +106,8 @@ def test_greedy_search_matches_full_forward_argmax(translator):
             break
     expected = translator.subwords.decode(
         [[i for i in ids[1:] if i != config.eos_id]])[0]
-    assert translator.translate([sentence], "en", "de", "caption",
-                                GREEDY) == [expected]
+    assert translator.translate([sentence], GREEDY, src_lang="en",
+                                tgt_lang="de", tags="caption") == [expected]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -116,7 +118,8 @@ def test_greedy_search_matches_full_forward_argmax(translator):
 ])
 def test_unknown_language_or_tag(translator, args, message):
     with pytest.raises(ValueError, match=message):
-        translator.translate(["a dog"], *args)
+        translator.translate(["a dog"], **dict(
+            zip(("src_lang", "tgt_lang", "tags"), args)))
 
 
 def test_resume_keeps_directions(trained, multiway_dir):
@@ -164,15 +167,17 @@ def test_baseline_with_target_language_token(multiway_dir, tmp_path):
     config, options = read_task_space_config(model_dir)
     assert not config.use_task_space and options.target_language_token
     assert len(options.directions.split(",")) == 10
-    translator = TaskSpaceTranslator.from_model_dir(model_dir)
-    assert translator.target_language_token
-    source_ids, lengths = translator.tokenize_task(
-        tf.constant(["a dog"]), tf.constant([config.language_id("cs")]))
+    translator = Translator.from_model_dir(model_dir)
+    assert translator.model.language_token_ids is not None
+    source_ids, lengths = translator.tokenize(
+        tf.constant(["a dog"]), {"tgt_lang": tf.constant(
+            [config.language_id("cs")])})
     token = data_lib.target_language_token_ids(translator.subwords, ["cs"])[0]
     assert int(source_ids[0, 0]) == token
     assert int(source_ids[0, lengths[0] - 1]) == config.eos_id
     # Zero-shot direction fr->cs was held out but still translates.
-    out = translator.translate(["un chien"], "fr", "cs", (), GREEDY)
+    out = translator.translate(["un chien"], GREEDY, src_lang="fr",
+                               tgt_lang="cs")
     assert isinstance(out[0], str)
 
 

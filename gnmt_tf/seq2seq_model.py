@@ -1,0 +1,159 @@
+"""`Seq2SeqModel`: the one interface every translation model implements.
+
+Search (`gnmt_tf.decoding`), `gnmt_tf.translator.Translator`, the exporters
+and the CLI are written once against it and never ask for a model's type.
+A model says which task arguments it takes besides the text
+(`task_inputs`: none for GNMT; source language, target language and scene
+tags for the task-space Transformer), and the consumers derive their inputs,
+checks and signatures from those descriptions.
+
+Example, a model with one task input:
+
+```python
+class MyModel(keras.Model):
+    def task_inputs(self):
+        return (TaskInput("tgt_lang", ("de", "fr")),)
+
+    def encode(self, source_ids, tgt_lang=None):
+        ...                                   # -> encoded (any nest)
+
+    def initial_state(self, encoded, max_length=None):
+        ...                                   # -> state (dict of tensors)
+
+    def step(self, ids, state):
+        ...                                   # -> (log_probs, attention, state)
+
+    def source_prefix_ids(self, tgt_lang=None):
+        return None                           # nothing before the source
+
+    max_target_length = None                  # no cache limit
+
+translator = Translator(MyModel(config), subwords)
+translator.translate(["A dog runs."], tgt_lang="fr")
+```
+"""
+
+import dataclasses
+import typing
+from typing import Any, Optional, Sequence, Tuple, Union
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskInput:
+    """One task argument a model takes besides the source text.
+
+    Attributes:
+      name: the keyword of `encode` (and of translators, signatures and CLI
+        flags, with `_` as `-`).
+      values: the allowed values, in id order.
+      multi_hot: False: one value per sentence, given to the model as its
+        int32 id `[B]`. True: a set of values per sentence (a list of names
+        or a comma-separated string, possibly empty), given as an int32 0/1
+        vector `[B, len(values)]`.
+      label: what one value is called in errors (default: `name`).
+    """
+
+    name: str
+    values: Tuple[str, ...]
+    multi_hot: bool = False
+    label: Optional[str] = None
+
+    @property
+    def shape(self) -> Tuple[Optional[int], ...]:
+        """The model input's shape, `None` for the batch."""
+        return (None, len(self.values)) if self.multi_hot else (None,)
+
+    def names(self, value) -> Tuple[str, ...]:
+        """A multi-hot value (list of names, or `"a,b"`) as a tuple of names;
+        blank names are dropped."""
+        if isinstance(value, str):
+            value = value.split(",")
+        return tuple(n.strip() for n in value if n and n.strip())
+
+    def to_ids(self, value) -> Union[int, list]:
+        """A Python value -> its id, or a multi-hot 0/1 list.
+
+        Raises:
+          ValueError: an unknown value, naming the known ones.
+        """
+        if not self.multi_hot:
+            return self._index(value)
+        vector = [0] * len(self.values)
+        for name in self.names(value):
+            vector[self._index(name)] = 1
+        return vector
+
+    def _index(self, value) -> int:
+        try:
+            return self.values.index(value)
+        except ValueError:
+            raise ValueError(
+                f"unknown {self.label or self.name} {value!r}; known: "
+                f"{', '.join(self.values) or '(none)'}") from None
+
+
+@typing.runtime_checkable
+class Seq2SeqModel(typing.Protocol):
+    """What search, translators, exporters and the CLI need of a model.
+
+    Attributes:
+      config: has `bos_id`, `eos_id` and `pad_id`.
+      max_target_length: int or None. The longest output the decoding state
+        can hold (a KV cache), or None for no limit.
+    """
+
+    config: Any
+    max_target_length: Optional[int]
+
+    def task_inputs(self) -> Tuple[TaskInput, ...]:
+        """The task arguments of `encode`, `()` for none."""
+
+    def encode(self, source_ids, **task):
+        """`source_ids` int32 `[B, S]` (0-padded, each row ending in the end
+        token) and the task inputs as ids -> the encoder's output."""
+
+    def initial_state(self, encoded, max_length=None):
+        """The decoding state before the first `step`; `max_length` (int or
+        int32 scalar) is the most steps the search will take."""
+
+    def step(self, ids, state):
+        """`ids` int32 `[N]` -> `(log_probs [N, V], attention [N, S],
+        state)`."""
+
+    def source_prefix_ids(self, **task):
+        """int32 `[B, P]` ids put before each source (a `<2xx>` token), or
+        None for none."""
+
+    def check_task(self, **ids) -> None:
+        """Raises ValueError for task ids that are each valid but not
+        together (e.g. the same source and target language)."""
+
+
+def task_ids(model: Seq2SeqModel, task: dict) -> dict:
+    """Checks Python task arguments against `model.task_inputs()` and returns
+    their ids (an int, or a multi-hot list, per name).
+
+    Raises:
+      ValueError: a missing or unexpected argument, an unknown value, or a
+        combination the model refuses; the message names the problem.
+    """
+    inputs = {t.name: t for t in model.task_inputs()}
+    unexpected = sorted(set(task) - set(inputs))
+    if unexpected:
+        raise ValueError(
+            f"this model takes no {', '.join(unexpected)}"
+            + (f" (its task inputs: {', '.join(inputs)})" if inputs else
+               " (it translates one fixed direction)"))
+    missing = [name for name, t in inputs.items()
+               if name not in task and not t.multi_hot]
+    if missing:
+        raise ValueError(f"this model needs {', '.join(missing)}")
+    ids = {name: t.to_ids(task.get(name, ())) for name, t in inputs.items()}
+    model.check_task(**ids)
+    return ids
+
+
+def describe_task(model: Seq2SeqModel) -> Sequence[str]:
+    """One line per task input, for help texts and errors."""
+    return [f"{t.name}: {'any of' if t.multi_hot else 'one of'} "
+            f"{', '.join(t.values)}" for t in model.task_inputs()]
