@@ -259,8 +259,12 @@ class AlignedTranslationModel(keras.Model):
     def task_inputs(self):
         return self.translation_model.task_inputs()
 
-    def check_task(self, **ids):
-        self.translation_model.check_task(**ids)
+    @property
+    def default_task(self):
+        return self.translation_model.default_task
+
+    def invalid_task_rows(self, **ids):
+        return self.translation_model.invalid_task_rows(**ids)
 
     def source_prefix_ids(self, **task):
         return self.translation_model.source_prefix_ids(**task)

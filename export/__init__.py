@@ -1,9 +1,8 @@
 """export package of gnmt-tf: trained model directories to deployable artifacts.
 
-- `export.savedmodel`: SavedModels for `tensorflow_model_server` (text in,
-  text out, plus `encode` / `decode_step` for host-driven decoding);
-- `export.task_space_savedmodel`: the same for task-space Transformers, with
-  the languages and scene tags as extra inputs;
+- `export.savedmodel`: SavedModels for `tensorflow_model_server` (text and
+  the model's task inputs in, text out, plus `encode` / `decode_step` for
+  host-driven decoding), for any `Seq2SeqModel`;
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
 - `export.tflite` / `export.tflite_translator`: TFLite models and the NumPy
   beam search that drives them;

@@ -29,16 +29,19 @@ Signatures (`B` batch, `S` source subwords, `V` vocabulary, `H` model width):
   state tensors that the step changes (for GNMT the ``h_i``/``c_i``; the
   attention memory is read-only and is not returned).
 
-Task-space Transformer model directories get the same signatures with the
-task (``src_lang``, ``tgt_lang``, ``tags``) as extra string inputs; see
-`export.task_space_savedmodel`, which `export_savedmodel` dispatches to.
+Models with task inputs (`Seq2SeqModel.task_inputs`: the task-space
+Transformer's ``src_lang``, ``tgt_lang`` and ``tags``) get them as extra string
+`[B]` inputs of ``serving_default``, ``translate_with_options`` and ``encode``
+(see `TranslationModule`). The task-space ``encode`` state also holds the
+decoder's KV cache, zeros `[B, max_target_length, heads, head_dim]`: a host
+loop must stop before ``time`` reaches it.
 
 ``encode`` and ``decode_step`` let a host run its own search loop (the TFLite
 export converts the same functions, with two sizes fixed: see
 `export.tflite`); the first two are what a server offers clients.
 
-Bad input fails the request with `INVALID_ARGUMENT`: invalid UTF-8, or a
-sentence longer than `max_source_length` subwords. Blank sentences give an
+Bad input fails the request with `INVALID_ARGUMENT`: invalid UTF-8, a
+sentence longer than `max_source_length` subwords, an unknown task value. Blank sentences give an
 empty translation with score 0, as in `Translator.translate`.
 
 The SavedModel also carries:
@@ -195,38 +198,45 @@ OPTION_SPECS = (tf.TensorSpec([], tf.int32, name="beam_size"),
 TEXT_SPEC = tf.TensorSpec([None], tf.string, name="text")
 
 
+def _index_table(keys):
+    """A string -> int32 index `StaticHashTable` (-1 for unknown keys)."""
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(list(keys), tf.string),
+            tf.range(len(keys), dtype=tf.int32)),
+        default_value=-1)
+
+
 class TranslationModule(tf.Module):
     """What the SavedModel holds: a model, its tokenizer and the signatures.
 
-    Subclasses for models that need more request inputs than the text (see
-    `export.task_space_savedmodel`) override `_build_functions` (the
-    `tf.function`s, plus any resources they use) and `_run_search`, and
-    reuse the rest: input checks, blank handling, the beam-size switch of
-    `translate_with_options` and the step functions.
+    The signatures take the model's task inputs (`model.task_inputs()`) as
+    string `[B]` inputs after ``text``: one value per row (a language code),
+    or comma-separated names for multi-hot inputs (``"news,formal"``, ``""``
+    for none; spaces around names are ignored). Rows are independent, so one
+    request may mix directions and scenes. The strings become ids in the
+    graph through `tf.lookup.StaticHashTable`s (core TF ops), and bad values
+    fail the request with INVALID_ARGUMENT naming the known ones.
 
     Args:
-      model: a model with the step-function API (`encode`, `initial_state`,
-        `step`), e.g. `gnmt_tf.models.GNMT`, with its weights restored.
+      model: a `gnmt_tf.seq2seq_model.Seq2SeqModel`, its weights restored.
       subwords: the model's `gnmt_tf.text.subword.Subwords`.
       search_options: `SearchOptions` of `serving_default`.
       beam_sizes: iterable of int. Beam sizes `translate_with_options` accepts;
         the default beam size is always added.
-      max_source_length: int. Longer inputs (in subwords) are rejected.
-      translator: the `gnmt_tf.translator.Translator` (or subclass) whose
-        graph bodies the signatures run (default: a plain `Translator`).
+      max_source_length: int or None. Longer inputs (in subwords) are
+        rejected; default and bound as `Translator`'s.
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
-                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=250,
-                 translator=None):
+                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None):
         super().__init__(name="translation")
         # The SavedModel keeps the model's weights, not the Keras model: saving
         # a tracked Keras model traces every layer's call for Keras's own
         # loading path, which nothing here uses and which doubles export time.
         self._untracked = types.SimpleNamespace(model=model)
         self.model_variables = list(model.variables)
-        self.translator = translator or Translator(model, subwords,
-                                                   max_source_length)
+        self.translator = Translator(model, subwords, max_source_length)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
         self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
@@ -235,22 +245,25 @@ class TranslationModule(tf.Module):
             {int(k) for k in beam_sizes} | {search_options.beam_size}))
         if min(self.beam_sizes) < 1:
             raise ValueError(f"beam sizes must be >= 1, got {self.beam_sizes}")
-        self.max_source_length = int(max_source_length)
-        self._build_functions()
+        self.max_source_length = self.translator.max_source_length
+        self.task_tables = [_index_table(t.values)
+                            for t in self.translator.task_inputs]
+        task_specs = [tf.TensorSpec([None], tf.string, name=t.name)
+                      for t in self.translator.task_inputs]
+        self.serve = tf.function(self._serve, autograph=False,
+                                 input_signature=[TEXT_SPEC, *task_specs])
+        self.translate_with_options = tf.function(
+            self._translate_with_options, autograph=False,
+            input_signature=[TEXT_SPEC, *task_specs, *OPTION_SPECS])
+        self.encode, self.decode_step = make_step_functions(
+            model, encode_fn=self._encode,
+            encode_specs=[tf.TensorSpec([None, None], tf.int32,
+                                        name="source_ids"), *task_specs])
 
     @property
     def model(self):
         """The model (not tracked: its variables are, as `model_variables`)."""
         return self._untracked.model
-
-    def _build_functions(self):
-        """Creates `serve`, `translate_with_options` and the step functions."""
-        self.serve = tf.function(self._serve, autograph=False,
-                                 input_signature=[TEXT_SPEC])
-        self.translate_with_options = tf.function(
-            self._translate_with_options, autograph=False,
-            input_signature=[TEXT_SPEC, *OPTION_SPECS])
-        self.encode, self.decode_step = make_step_functions(self.model)
 
     def signatures(self):
         """The `{name: concrete_function}` map to save."""
@@ -261,6 +274,60 @@ class TranslationModule(tf.Module):
             "encode": self.encode,
             "decode_step": self.decode_step,
         }
+
+    # --- task strings -> model inputs -----------------------------------------
+
+    def _lookup(self, task_input, table, names):
+        """Names `[N]` -> int32 ids `[N]`; unknown names fail the request
+        (blank ones too, unless `task_input` is multi-hot: -1, no column)."""
+        ids = table.lookup(names)
+        unknown = ids < 0
+        if task_input.multi_hot:
+            unknown = tf.logical_and(unknown, tf.not_equal(names, ""))
+            what = f"{task_input.label or task_input.name} in {task_input.name}"
+        else:
+            what = task_input.name
+        check = tf.debugging.Assert(
+            tf.logical_not(tf.reduce_any(unknown)),
+            [f"unknown {what}: known {task_input.label or task_input.name}s "
+             f"are {', '.join(task_input.values)}; got",
+             tf.boolean_mask(names, unknown)])
+        with tf.control_dependencies([check]):
+            return tf.identity(ids)
+
+    def _task_ids(self, rows, strings):
+        """The task strings of `rows` requests -> `{name: ids}` for the
+        model, checked (sizes, known values, the model's own rules)."""
+        inputs = self.translator.task_inputs
+        if not inputs:
+            return {}
+        names = ", ".join(t.name for t in inputs)
+        sizes = tf.stack([rows] + [tf.size(s) for s in strings])
+        check = tf.debugging.Assert(
+            tf.reduce_all(tf.equal(sizes, rows)),
+            [f"{names} need one entry per row; got rows, {names} sizes",
+             sizes])
+        ids = {}
+        with tf.control_dependencies([check]):
+            for task_input, table, values in zip(inputs, self.task_tables,
+                                                 strings):
+                if task_input.multi_hot:
+                    parts = tf.strings.split(values, sep=",")
+                    index = self._lookup(task_input, table,
+                                         tf.strings.strip(parts.flat_values))
+                    hot = tf.one_hot(index, len(task_input.values),
+                                     dtype=tf.int32)  # -1: all zeros
+                    ids[task_input.name] = tf.minimum(
+                        tf.math.unsorted_segment_sum(
+                            hot, parts.value_rowids(), parts.nrows()), 1)
+                else:
+                    ids[task_input.name] = self._lookup(task_input, table,
+                                                        values)
+        checks = [tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)),
+                                      [message])
+                  for bad, message in self.model.invalid_task_rows(**ids)]
+        with tf.control_dependencies(checks):
+            return {name: tf.identity(value) for name, value in ids.items()}
 
     # --- graph bodies -----------------------------------------------------
 
@@ -278,17 +345,11 @@ class TranslationModule(tf.Module):
         with tf.control_dependencies([check]):
             return tf.identity(text)
 
-    def _run_search(self, text, options, task):
-        """`text [B]` (checked) -> the translator's search result dict.
-
-        `task` is what the subclass's signature bodies pass (None here)."""
-        del task
-        return self.translator.search(text, options)
-
-    def _search(self, text, options, task=None):
+    def _search(self, text, options, task):
         """`text [B]` -> (translations [B, N], scores [B, N]), blanks -> ""."""
+        task = self._task_ids(tf.size(text), task)
         text = self._check_text(text)
-        result = self._run_search(text, options, task)
+        result = self.translator.search(text, options, **task)
         translations, scores = result["translations"], result["scores"]
         blank = tf.strings.regex_full_match(text, _BLANK_PATTERN)[:, tf.newaxis]
         blank = tf.broadcast_to(blank, tf.shape(scores))
@@ -296,22 +357,18 @@ class TranslationModule(tf.Module):
         scores = tf.where(blank, tf.constant(0.0), tf.cast(scores, tf.float32))
         return translations, scores
 
-    def _outputs(self, translations, scores):
-        """`serving_default`'s output dict from `_search`'s result."""
+    def _serve(self, text, *task):
+        translations, scores = self._search(text, self.search_options, task)
         outputs = {"translations": translations[:, 0], "scores": scores[:, 0]}
         if self.search_options.num_hypotheses > 1:
             outputs["nbest_translations"] = translations
             outputs["nbest_scores"] = scores
         return outputs
 
-    def _serve(self, text):
-        return self._outputs(*self._search(text, self.search_options))
-
-    def _search_with_options(self, search, beam_size, length_penalty,
-                             coverage_penalty):
-        """`translate_with_options`'s outputs: `search(options)` -> the
-        `(translations, scores)` of `_search`, run for the requested beam
-        size (one of `beam_sizes`, else INVALID_ARGUMENT) and penalties."""
+    def _translate_with_options(self, text, *task_and_options):
+        """`translate_with_options`: the search for the requested beam size
+        (one of `beam_sizes`, else INVALID_ARGUMENT) and penalties."""
+        *task, beam_size, length_penalty, coverage_penalty = task_and_options
         sizes = tf.constant(self.beam_sizes, tf.int32)
         matches = tf.equal(sizes, beam_size)
         check = tf.debugging.Assert(
@@ -328,17 +385,15 @@ class TranslationModule(tf.Module):
                 early_stopping=("gnmt" if self.search_options.early_stopping
                                 == "exact" else
                                 self.search_options.early_stopping))
-            return lambda: search(options)
+            return lambda: self._search(text, options, task)
 
         translations, scores = tf.switch_case(
             index, [branch(k) for k in self.beam_sizes])
         return {"translations": translations[:, 0], "scores": scores[:, 0]}
 
-    def _translate_with_options(self, text, beam_size, length_penalty,
-                                coverage_penalty):
-        return self._search_with_options(
-            lambda options: self._search(text, options), beam_size,
-            length_penalty, coverage_penalty)
+    def _encode(self, source_ids, *task):
+        ids = self._task_ids(tf.shape(source_ids)[0], task)
+        return self.model.encode(source_ids, **ids)
 
 
 def check_export_dir(export_dir):
@@ -479,20 +534,21 @@ def module_metadata(module):
 
 def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
-                      max_source_length=250):
-    """Exports a trained model directory as a servable SavedModel.
+                      max_source_length=None, warmup_task=None):
+    """Exports a trained model directory (any model type) as a servable
+    SavedModel.
 
     The SavedModel is written to a hidden temporary directory next to
     `export_dir` and renamed into place, so a polling model server never sees
-    a half-written version. Task-space model directories (model type
-    ``task_space_transformer``) are exported by
-    `export.task_space_savedmodel.export_task_space_savedmodel`, whose
-    signatures also take the languages and scene tags.
+    a half-written version.
 
     Example:
       >>> export_savedmodel("runs/en-de", "exports/en_de/1",
       ...                   SearchOptions(beam_size=4, length_penalty=0.6))
       >>> # tensorflow_model_server --model_base_path=$PWD/exports/en_de ...
+      >>> export_savedmodel("runs/ts", "exports/ts/1")
+      >>> # serving_default(text=["A dog runs."], src_lang=["en"],
+      >>> #                 tgt_lang=["de"], tags=["caption"])
 
     Args:
       model_dir: a trained model directory (`gnmt_tf.model_dir`).
@@ -500,42 +556,53 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       search_options: `SearchOptions` of `serving_default` (default: the
         `SearchOptions()` defaults, beam 5, alpha 0.6).
       warmup_sentences: list of str for the warm-up requests (default: two
-        short English sentences); an empty list writes none.
+        short English sentences); an empty list writes none. Those over
+        `max_source_length` are left out (they would fail the model server's
+        warm-up).
       beam_sizes: beam sizes `translate_with_options` accepts (plus the
         default one).
-      max_source_length: int. Longer inputs, in subwords, are rejected.
+      max_source_length: int or None. Longer inputs, in subwords, are
+        rejected (default 250, capped by the model's `max_target_length`).
+      warmup_task: dict of the warm-up requests' task strings (default: the
+        model's `default_task`, e.g. its first trained direction out of
+        English).
 
     Returns:
       The export directory as a `pathlib.Path`.
 
     Raises:
-      FileNotFoundError / ValueError: a bad model directory or export path.
+      FileNotFoundError / ValueError: a bad model directory or export path,
+        or a bad warm-up task.
     """
-    from task_space import registry as task_space_registry  # no TensorFlow
-
-    if task_space_registry.is_task_space_model_dir(model_dir):
-        from export.task_space_savedmodel import export_task_space_savedmodel
-
-        return export_task_space_savedmodel(
-            model_dir, export_dir, search_options, warmup_sentences,
-            beam_sizes, max_source_length)
     search_options = search_options or SearchOptions()
     export_dir = check_export_dir(export_dir)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
                                max_source_length)
+    task = dict(model.default_task if warmup_task is None else warmup_task)
+    module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:
         warmup_sentences = DEFAULT_WARMUP_SENTENCES
     warmup_sentences = usable_warmup_sentences(module, warmup_sentences)
     requests = ()
     if warmup_sentences:
-        requests = warmup_requests(
-            {"text": [s.encode("utf-8") for s in warmup_sentences]},
-            beam_size=search_options.beam_size)
+        n = len(warmup_sentences)
+        inputs = {"text": [s.encode("utf-8") for s in warmup_sentences]}
+        for t in module.translator.task_inputs:
+            value = task.get(t.name, "")
+            if t.multi_hot and not isinstance(value, str):
+                value = ",".join(value)
+            inputs[t.name] = [value.encode("utf-8")] * n
+        requests = warmup_requests(inputs, beam_size=search_options.beam_size)
     metadata = {
+        # What the model directory says besides the weights' config: the
+        # direction of a GNMT model, the trained directions of a task-space
+        # one.
+        **{k: v for k, v in payload.items() if k not in ("model", "train")},
         "model_type": payload.get("model_type", "gnmt"),
-        "src_lang": payload.get("src_lang"),
-        "tgt_lang": payload.get("tgt_lang"),
+        "task_inputs": {t.name: list(t.values)
+                        for t in module.translator.task_inputs},
+        "max_target_length": model.max_target_length,
         **module_metadata(module),
     }
     return save_module(module, export_dir, requests, metadata)

@@ -26,7 +26,11 @@ class MyModel(keras.Model):
     def source_prefix_ids(self, tgt_lang=None):
         return None                           # nothing before the source
 
+    def invalid_task_rows(self, tgt_lang=None):
+        return []                             # every value is fine
+
     max_target_length = None                  # no cache limit
+    default_task = {"tgt_lang": "de"}
 
 translator = Translator(MyModel(config), subwords)
 translator.translate(["A dog runs."], tgt_lang="fr")
@@ -100,10 +104,14 @@ class Seq2SeqModel(typing.Protocol):
       config: has `bos_id`, `eos_id` and `pad_id`.
       max_target_length: int or None. The longest output the decoding state
         can hold (a KV cache), or None for no limit.
+      default_task: dict of task arguments (names or lists of names) of a
+        typical request, e.g. the first trained direction out of English:
+        warm-up requests and examples use it. `{}` without task inputs.
     """
 
     config: Any
     max_target_length: Optional[int]
+    default_task: dict
 
     def task_inputs(self) -> Tuple[TaskInput, ...]:
         """The task arguments of `encode`, `()` for none."""
@@ -124,9 +132,10 @@ class Seq2SeqModel(typing.Protocol):
         """int32 `[B, P]` ids put before each source (a `<2xx>` token), or
         None for none."""
 
-    def check_task(self, **ids) -> None:
-        """Raises ValueError for task ids that are each valid but not
-        together (e.g. the same source and target language)."""
+    def invalid_task_rows(self, **ids):
+        """Task id tensors (`[B]`, or `[B, K]` multi-hot), each valid alone
+        -> `[(bad [B] bool, message)]` for combinations the model refuses
+        (e.g. the same source and target language); `[]` for none."""
 
 
 def task_ids(model: Seq2SeqModel, task: dict) -> dict:
@@ -149,7 +158,14 @@ def task_ids(model: Seq2SeqModel, task: dict) -> dict:
     if missing:
         raise ValueError(f"this model needs {', '.join(missing)}")
     ids = {name: t.to_ids(task.get(name, ())) for name, t in inputs.items()}
-    model.check_task(**ids)
+    if ids:
+        import tensorflow as tf
+
+        for bad, message in model.invalid_task_rows(**{
+                name: tf.constant([value], tf.int32)
+                for name, value in ids.items()}):
+            if bool(tf.reduce_any(bad)):
+                raise ValueError(message)
     return ids
 
 

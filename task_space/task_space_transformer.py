@@ -213,6 +213,9 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
     # `TaskSpaceTranslationModel.attach_vocabulary` sets it from the model
     # directory.
     language_token_ids = None
+    # The task of a typical request (warm-up requests); set from the model
+    # directory by `attach_vocabulary`.
+    default_task = {"src_lang": "en", "tgt_lang": "de", "tags": ()}
 
     @property
     def max_target_length(self):
@@ -227,11 +230,11 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
                 TaskInput("tags", c.scene_tags, multi_hot=True,
                           label="scene tag"))
 
-    def check_task(self, src_lang, tgt_lang, tags=None):
+    def invalid_task_rows(self, src_lang, tgt_lang, tags=None):
         """Refuses a direction from a language to itself."""
-        if src_lang == tgt_lang:
-            raise ValueError(f"source and target language are both "
-                             f"{self.config.languages[src_lang]!r}")
+        return [(tf.equal(src_lang, tgt_lang),
+                 "src_lang and tgt_lang must differ (no translation from a "
+                 "language to itself)")]
 
     def source_prefix_ids(self, src_lang=None, tgt_lang=None, tags=None):
         """`[B, 1]` `<2tgt>` ids for the baseline; None with the task space."""

@@ -38,11 +38,21 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
                 "tags": tf.zeros([1, c.num_tags], tf.int32)}
 
     def attach_vocabulary(self, subwords, payload):
-        """Reads what the model's inputs need from its directory: the `<2xx>`
-        token ids of a model trained with them (`payload` is `config.json`)."""
+        """Reads what the model's inputs need from its directory
+        (`payload` is its `config.json`): the `<2xx>` token ids of a model
+        trained with them, and a trained direction as `default_task`."""
         from task_space import data as data_lib
 
-        if payload.get("task_space", {}).get("target_language_token"):
+        options = payload.get("task_space", {})
+        languages = self.config.languages
+        if options.get("target_language_token"):
             self.language_token_ids = tuple(
-                data_lib.target_language_token_ids(subwords,
-                                                   self.config.languages))
+                data_lib.target_language_token_ids(subwords, languages))
+        pairs = data_lib.parse_directions(options.get("directions") or "all",
+                                          languages)
+        # The first trained direction out of English (the built-in warm-up
+        # sentences are English), else the first one.
+        src, tgt = next((p for p in pairs if p[0] == "en"), pairs[0])
+        self.default_task = {
+            "src_lang": src, "tgt_lang": tgt,
+            "tags": data_lib.parse_tags(options.get("tags") or ())}

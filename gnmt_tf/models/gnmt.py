@@ -99,6 +99,7 @@ class GNMT(keras.Model):
     # --- Seq2SeqModel (gnmt_tf.seq2seq_model): one fixed direction ---------
 
     max_target_length = None  # the LSTM state has no length limit
+    default_task = {}
 
     def task_inputs(self):
         """None: a GNMT model translates the one direction it was trained on."""
@@ -107,8 +108,8 @@ class GNMT(keras.Model):
     def source_prefix_ids(self):
         return None
 
-    def check_task(self):
-        pass
+    def invalid_task_rows(self):
+        return []
 
     def initial_state(self, encoded, max_length=None):
         """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`

@@ -70,7 +70,7 @@ source_ids = tf.constant([t + [0] * (width - len(t)) for t in tokens],
                          tf.int32)
 task = {k: tf.gather(batch[k], rows) for k in ("src_lang", "tgt_lang", "tags")}
 state = dict(sigs["encode"](source_ids=source_ids, **task))
-max_lengths = [min(math.ceil(2 * len(t)), meta["max_sequence_length"])
+max_lengths = [min(math.ceil(2 * len(t)), meta["max_target_length"])
                for t in tokens]
 ids = np.full([len(rows)], meta["bos_id"], np.int32)
 outputs, scores = [[] for _ in rows], [0.0] * len(rows)
@@ -154,11 +154,12 @@ def test_metadata_and_layout(ts_export_dir, ts_model_dir):
     metadata = json.loads(
         (ts_export_dir / "assets.extra" / METADATA_FILE).read_text())
     assert metadata["model_type"] == "task_space_transformer"
-    assert metadata["languages"] == ["en", "de", "fr", "cs"]
-    assert metadata["directions"] == "en-fr,de-cs"
+    assert metadata["task_inputs"]["src_lang"] == ["en", "de", "fr", "cs"]
+    assert metadata["task_inputs"]["tags"][0] == "caption"
+    assert metadata["task_space"]["directions"] == "en-fr,de-cs"
     assert metadata["beam_sizes"] == [BEAM_SIZE]
     # The model's max_sequence_length caps the CLI's default limit of 250.
-    assert metadata["max_source_length"] == metadata["max_sequence_length"]
+    assert metadata["max_source_length"] == metadata["max_target_length"]
     assert metadata["signatures"] == ["decode_step", "encode",
                                       "serving_default",
                                       "translate_with_options"]

@@ -114,7 +114,7 @@ def test_greedy_search_matches_full_forward_argmax(translator):
     (("xx", "de", ()), "unknown language 'xx'"),
     (("en", "klingon", ()), "unknown language 'klingon'"),
     (("en", "de", ["poetry"]), "unknown scene tag 'poetry'"),
-    (("en", "en", ()), "both 'en'"),
+    (("en", "en", ()), "must differ"),
 ])
 def test_unknown_language_or_tag(translator, args, message):
     with pytest.raises(ValueError, match=message):
