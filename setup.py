@@ -32,5 +32,15 @@ setup(
     extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
                             "ctranslate2==4.8.5", "matplotlib>=3.8",
                             "tf2onnx==1.17.0", "onnxruntime==1.32.0"]},
-    entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
+    entry_points={
+        "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],
+        # Model types by config.json's "model_type" (gnmt_tf.model_types).
+        "gnmt_tf.model_types": [
+            "gnmt = gnmt_tf.registry:GNMT",
+            "gnmt_qat = export.registry:GNMT_QAT",
+            "task_space_transformer = task_space.registry:TASK_SPACE_TRANSFORMER",
+            "task_space_transformer_qat = "
+            "export.registry:TASK_SPACE_TRANSFORMER_QAT",
+        ],
+    },
 )

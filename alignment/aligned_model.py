@@ -263,11 +263,9 @@ class AlignedTranslationModel(keras.Model):
     def default_task(self):
         return self.translation_model.default_task
 
-    def invalid_task_rows(self, **ids):
-        return self.translation_model.invalid_task_rows(**ids)
-
-    def source_prefix_ids(self, **task):
-        return self.translation_model.source_prefix_ids(**task)
+    @property
+    def source_prefix(self):
+        return self.translation_model.source_prefix
 
     def attach_vocabulary(self, subwords, payload):
         attach = getattr(self.translation_model, "attach_vocabulary", None)

@@ -32,7 +32,6 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
-import tensorflow as tf
 
 from alignment.aligned_model import word_index_of_pieces
 from alignment.placeholders import (PLACEHOLDER_TOKENS, Entity,
@@ -221,12 +220,10 @@ class PlaceholderTranslator:
 
     def _source_prefix(self, ids) -> List[int]:
         """The model's source prefix ids (`<2xx>`) for task `ids`."""
-        if not ids:  # a model without task inputs has no prefix
+        if self.model.source_prefix is None:
             return []
-        prefix = self.model.source_prefix_ids(**{
-            name: tf.constant([value], tf.int32)
-            for name, value in ids.items()})
-        return [] if prefix is None else [int(i) for i in prefix.numpy()[0]]
+        name, prefix_ids = self.model.source_prefix
+        return [int(prefix_ids[ids[name]])]
 
     @staticmethod
     def _task_inputs(n, ids):

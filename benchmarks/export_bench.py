@@ -119,8 +119,7 @@ def main(argv=None):
     import export.qat  # noqa: F401  (registers gnmt_qat)
     from export.savedmodel import export_savedmodel
     from export.tflite import export_tflite
-    from export.tflite_int8 import export_tflite_int8
-    from export.tflite_translator import open_translator
+    from export.tflite_translator import TFLiteTranslator
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
     from gnmt_tf.translator import SearchOptions
@@ -159,8 +158,8 @@ def main(argv=None):
                       max_source_length=250)
     length = args.max_source_length
     paths = {
-        "tflite_int8_qat": export_tflite_int8(
-            qat_dir, work / "tflite", length)["model"],
+        "tflite_int8_qat": export_tflite(
+            qat_dir, work / "tflite", "int8", length)["model"],
         **{f"tflite_{q}": export_tflite(args.model, work / "tflite", q,
                                         length)["model"]
            for q in ("dynamic_range", "float16", "float32")},
@@ -182,7 +181,7 @@ def main(argv=None):
 
     runners = {"savedmodel_float": savedmodel_batch}
     for key, path in paths.items():
-        translator = open_translator(path, num_threads=args.threads)
+        translator = TFLiteTranslator(path, num_threads=args.threads)
         runners[key] = (lambda t: lambda batch: t.translate(
             batch, **(task or {}), beam_size=args.beam_size,
             length_penalty=args.alpha))(translator)

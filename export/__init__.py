@@ -4,15 +4,14 @@
   the model's task inputs in, text out, plus `encode` / `decode_step` for
   host-driven decoding), for any `Seq2SeqModel`;
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
-- `export.tflite` / `export.tflite_translator`: TFLite models and the NumPy
-  beam search that drives them;
-- `export.task_space_tflite` / `export.task_space_tflite_translator`: the
-  same for task-space Transformers (task ids in, `task.json` for the host);
+- `export.tflite` / `export.tflite_translator`: TFLite models (float32,
+  dynamic-range, float16, int8) of any `Seq2SeqModel`, with the
+  `model.json` the host needs, and the NumPy beam search that drives them;
 - `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
   layers and quantization-aware fine-tuning of GNMT;
 - `export.transformer_quantization` / `export.transformer_qat`: the same for
   the task-space Transformer;
-- `export.tflite_int8`: int8 TFLite from a QAT model (or post-training);
+- `export.tflite_int8`: the int8 conversion of a QAT model;
 - `export.cli`: `gnmt-tf export ACTION`.
 
 Importing this package (or `export.cli`) does not import TensorFlow.

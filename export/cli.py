@@ -5,12 +5,11 @@ Actions:
 - ``savedmodel``: a SavedModel for `tensorflow_model_server`
   (`export.savedmodel.export_savedmodel`).
 - ``tflite``: `encode` + `decode_step` as TFLite models for a host-side search
-  (`export.tflite.export_tflite`; task-space model directories also get a
-  ``task.json``, see `export.task_space_tflite`); with ``--int8`` an int8
-  model (`export.tflite_int8.export_tflite_int8`) from a QAT model directory.
-- ``qat``: quantization-aware fine-tuning of a float GNMT or task-space
-  Transformer model directory into a QAT model directory
-  (`export.qat.qat_finetune`, which dispatches on the model type).
+  (`export.tflite.export_tflite`, with the ``model.json`` its translator
+  reads); with ``--int8`` an int8 model from a QAT model directory.
+- ``qat``: quantization-aware fine-tuning of a float model directory into a
+  QAT model directory (`export.qat.qat_finetune`: the model type names its
+  quantization-aware variant).
 - ``tensorrt``: TF-TRT conversion of an exported SavedModel
   (`export.tensorrt`); without a GPU and TensorRT it says what is missing
   and exits with code 2.
@@ -135,23 +134,8 @@ def register(subparsers):
     parser.set_defaults(func=run)
 
 
-def _tflite_int8(args):
-    from export.tflite_int8 import export_tflite_int8
-
-    if args.quantization != "float32":
-        raise ValueError("--int8 and --quantization exclude each other")
-    paths = export_tflite_int8(args.model, args.out, args.max_source_length,
-                               args.max_target_length)
-    for path in paths.values():
-        print(f"wrote {path}", file=sys.stderr)
-    return 0
-
-
 def run(args) -> int:
     """Runs `gnmt-tf export ACTION`; returns the exit code."""
-    if args.action in ("savedmodel", "tflite"):
-        import export.qat  # noqa: F401  (QAT model directories load too)
-
     if args.action == "savedmodel":
         from export.savedmodel import export_savedmodel
         from gnmt_tf.translator import SearchOptions
@@ -176,11 +160,14 @@ def run(args) -> int:
             raise ValueError("--max-source-length must be >= 2")
         if args.max_target_length is not None and args.max_target_length < 1:
             raise ValueError("--max-target-length must be >= 1")
-        if args.int8:
-            return _tflite_int8(args)
         from export.tflite import export_tflite
 
-        paths = export_tflite(args.model, args.out, args.quantization,
+        quantization = args.quantization
+        if args.int8:
+            if quantization != "float32":
+                raise ValueError("--int8 and --quantization exclude each other")
+            quantization = "int8"
+        paths = export_tflite(args.model, args.out, quantization,
                               args.max_source_length, args.max_target_length)
         for path in paths.values():
             print(f"wrote {path}", file=sys.stderr)

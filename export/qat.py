@@ -39,13 +39,12 @@ import tf_keras as keras
 
 from export import quantization
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf import model_types
 from gnmt_tf.config import GNMTConfig, TrainConfig, from_dict
 from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
 from gnmt_tf.models.gnmt import GNMT
 
-MODEL_TYPE = "gnmt_qat"
-model_dir_lib.register_model_type(
-    MODEL_TYPE, "export.qat:QATGNMT", "gnmt_tf.config:GNMTConfig")
+MODEL_TYPE = "gnmt_qat"  # declared in export.registry
 
 
 class QATGNMT(GNMT):
@@ -274,15 +273,15 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
                  learning_rate=None, calibration_batches=20, log_every=100):
     """Fine-tunes a float model with fake quantization; writes a QAT model dir.
 
-    A float GNMT becomes a ``gnmt_qat`` directory; a task-space Transformer
-    (``task_space_transformer``) is handed to
-    `export.transformer_qat.qat_finetune_transformer` and becomes a
-    ``task_space_transformer_qat`` one.
+    The float directory's model type names its quantization-aware variant
+    (`gnmt_tf.model_types.quantized_variant`: ``gnmt`` -> ``gnmt_qat``,
+    ``task_space_transformer`` -> ``task_space_transformer_qat``), whose
+    `finetune` function does the work.
 
     Example:
       >>> qat_finetune("runs/en-de", "runs/en-de-qat", "data/multi30k",
       ...              steps=2000)
-      >>> export.tflite_int8.export_tflite_int8("runs/en-de-qat", "out/")
+      >>> export.tflite.export_tflite("runs/en-de-qat", "out/", "int8")
 
     Args:
       model_dir: a trained float model directory.
@@ -300,15 +299,21 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
 
     Returns:
       `gnmt_tf.training.trainer.TrainResult`.
+
+    Raises:
+      ValueError: the model type has no quantization-aware variant.
     """
-    from task_space import registry as task_space_registry  # no TensorFlow
+    model_type = model_dir_lib.read_config(model_dir).get("model_type", "gnmt")
+    _, variant = model_types.quantized_variant(model_type)
+    return model_types.load_object(variant.finetune)(
+        model_dir, out_model_dir, data_dir, steps, minutes, learning_rate,
+        calibration_batches, log_every)
 
-    if task_space_registry.is_task_space_model_dir(model_dir):
-        from export.transformer_qat import qat_finetune_transformer
 
-        return qat_finetune_transformer(
-            model_dir, out_model_dir, data_dir, steps, minutes, learning_rate,
-            calibration_batches, log_every)
+def qat_finetune_gnmt(model_dir, out_model_dir, data_dir, steps=1000,
+                      minutes=None, learning_rate=None,
+                      calibration_batches=20, log_every=100):
+    """`qat_finetune` for a float GNMT: writes a ``gnmt_qat`` directory."""
     model, subwords, payload = load_qat_from_float(model_dir)
     src_lang, tgt_lang = payload.get("src_lang"), payload.get("tgt_lang")
     if not (src_lang and tgt_lang):

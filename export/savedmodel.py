@@ -301,7 +301,8 @@ class TranslationModule(tf.Module):
         inputs = self.translator.task_inputs
         if not inputs:
             return {}
-        names = ", ".join(t.name for t in inputs)
+        names_list = [t.name for t in inputs]
+        names = ", ".join(names_list)
         sizes = tf.stack([rows] + [tf.size(s) for s in strings])
         check = tf.debugging.Assert(
             tf.reduce_all(tf.equal(sizes, rows)),
@@ -323,9 +324,15 @@ class TranslationModule(tf.Module):
                 else:
                     ids[task_input.name] = self._lookup(task_input, table,
                                                         values)
-        checks = [tf.debugging.Assert(tf.logical_not(tf.reduce_any(bad)),
-                                      [message])
-                  for bad, message in self.model.invalid_task_rows(**ids)]
+        checks = []
+        for t in inputs:
+            if t.differs_from:
+                same = tf.equal(ids[t.name], ids[t.differs_from])
+                checks.append(tf.debugging.Assert(
+                    tf.logical_not(tf.reduce_any(same)),
+                    [f"{t.differs_from} and {t.name} must differ; got both",
+                     tf.boolean_mask(strings[names_list.index(t.name)],
+                                     same)]))
         with tf.control_dependencies(checks):
             return {name: tf.identity(value) for name, value in ids.items()}
 

@@ -1,9 +1,12 @@
 """int8 TFLite: the QAT model's `encode` + `decode_step`.
 
-`convert_qat_int8(model)` converts a QAT model (`export.qat.QATGNMT`, whose
-fake-quant ops carry every range) with the converter's default optimisation:
-the fake-quant ranges become the int8 scales, no calibration data needed.
-The flatbuffer has the same two signatures as `export.tflite`'s, so
+`convert_module_int8` converts an `export.tflite.StepModule` over a QAT
+model (`export.qat.QATGNMT`, `export.transformer_qat.QATTaskSpaceTransformer`:
+their fake-quant ops carry every range) with the converter's default
+optimisation: the fake-quant ranges become the int8 scales, no calibration
+data needed. `export.tflite.export_tflite(..., "int8")` and
+`export.tflite.convert(model, "int8")` use it; the flatbuffer has the same
+two signatures as the float formats', so
 `export.tflite_translator.TFLiteTranslator` drives it.
 
 Post-training full-integer quantization (a representative dataset instead
@@ -44,10 +47,8 @@ flatbuffer; `int8_report` lists a model's tensor types):
   unchanged). Quantize / Dequantize ops sit at those borders; only builtin
   ops are used (no Flex delegate).
 
-Task-space Transformer QAT models (`export.transformer_qat`) convert through
-`export.task_space_tflite` (`export_tflite_int8` dispatches on the model
-directory's type) with the same converter settings and the same tied-table
-sharing. int8 there: every q/k/v/output projection and FFN FullyConnected
+Task-space Transformer QAT models convert with the same converter settings
+and the same tied-table sharing. int8 there: every q/k/v/output projection and FFN FullyConnected
 (`QATEinsumDense` / `QATDense` add bias and quantize on the 2-D matmul, so
 the converter fuses them), the attention BatchMatMuls (keys and values on
 symmetric grids: TFLite's int8 BatchMatMul mishandles a nonzero right-hand
@@ -65,12 +66,9 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
 
-from export.tflite import DEFAULT_MAX_SOURCE_LENGTH, SIGNATURE_KEYS, StepModule
-from export.tflite import write_tflite
 from export.tflite_tied_table import share_tied_table
-from gnmt_tf import model_dir as model_dir_lib
 
-INT8_FILE = "model_int8.tflite"  # write_tflite's name for "int8"
+SIGNATURE_KEYS = ("encode", "decode_step")
 
 
 def _converter(module, tmp):
@@ -142,42 +140,21 @@ def convert_module_int8(module, table=None):
     return dedupe_buffers(flatbuffer)
 
 
-def _check_qat(model):
-    if not is_qat_model(model):
-        raise ValueError("int8 conversion needs a quantization-aware model "
-                         "(see export.qat.qat_finetune / gnmt-tf export qat)")
-
-
-def convert_qat_int8(model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
-                     share_table=True):
-    """Converts a QAT GNMT's `encode` / `decode_step` to int8 TFLite.
-
-    Args:
-      model: an `export.qat.QATGNMT` with trained (or calibrated) ranges.
-      max_source_length: int. `decode_step`'s fixed memory length.
-      share_table: bool. Store a tied embedding table once
-        (`export.tflite_tied_table`); False keeps the converter's copies.
-
-    Returns:
-      The flatbuffer as `bytes`.
-
-    Raises:
-      ValueError: `model` has no fake-quant layers.
-    """
-    _check_qat(model)
-    table = None
-    if share_table and model.config.tie_embeddings:
-        table = model.embedding.embeddings.numpy()
-    return convert_module_int8(StepModule(model, max_source_length), table)
+def tied_table(model):
+    """The embedding table a model ties to its softmax projection (float
+    `[vocabulary_size, hidden_dim]`), or None when it has none."""
+    if not getattr(model.config, "tie_embeddings", True):
+        return None
+    return model.embedding.embeddings.numpy()
 
 
 def int8_report(model_path):
     """Tensor types of a TFLite model, all subgraphs (signatures and loop
     bodies): `{"int8": [tensor names], "float32": [...], ...}`. Weight
     tensors carry their fake-quant op's name (`LastValueQuant`)."""
-    from export.tflite_translator import _interpreter_class
+    from export.tflite_translator import interpreter_class
 
-    interpreter = _interpreter_class()(model_path=str(model_path))
+    interpreter = interpreter_class()(model_path=str(model_path))
     count = interpreter.num_subgraphs()
     report = {}
     for index in range(count if isinstance(count, int) else count()):
@@ -185,52 +162,3 @@ def int8_report(model_path):
             dtype = np.dtype(detail["dtype"]).name
             report.setdefault(dtype, []).append(detail["name"])
     return report
-
-
-def export_tflite_int8(model_dir, out_dir, max_source_length=None,
-                       max_target_length=None):
-    """Writes a QAT model directory's int8 TFLite model and vocabulary.
-
-    Task-space Transformer QAT directories (`export.transformer_qat`) go to
-    `export.task_space_tflite.export_task_space_tflite`, which also writes
-    the `task.json` their translator needs.
-
-    Example:
-      >>> paths = export_tflite_int8("runs/en-de-qat", "tflite/en-de")
-      >>> open_translator(paths["model"]).translate(["A dog runs."])
-
-    Args:
-      model_dir: a QAT model directory (`export.qat.qat_finetune`).
-      out_dir: directory to write to (created if missing).
-      max_source_length: int or None. Longest source, in subwords with the
-        end token (default: per model type, as `export.tflite`).
-      max_target_length: int or None. Task-space models only: the KV-cache
-        length (see `export.task_space_tflite`).
-
-    Returns:
-      `{"model": Path of model_int8.tflite, "vocabulary": Path of spm.model}`
-      (task-space models: also `"task"`).
-
-    Raises:
-      ValueError: `model_dir` holds a float model, or `max_target_length`
-        for a GNMT model.
-    """
-    import export.qat  # noqa: F401  (registers the QAT model types)
-    from task_space import registry as task_space_registry
-
-    if task_space_registry.is_task_space_model_dir(model_dir):
-        from export.task_space_tflite import export_task_space_tflite
-
-        return export_task_space_tflite(model_dir, out_dir, "int8",
-                                        max_source_length, max_target_length)
-    if max_target_length is not None:
-        raise ValueError("max_target_length is for task-space Transformer "
-                         "models; a GNMT decoder state has no length")
-    model, subwords, _ = model_dir_lib.load_model(model_dir)
-    if not is_qat_model(model):
-        raise ValueError(
-            f"{model_dir} is a float model: int8 needs a QAT model directory "
-            "(gnmt-tf export qat --model ... --out QAT_DIR)")
-    flatbuffer = convert_qat_int8(
-        model, max_source_length or DEFAULT_MAX_SOURCE_LENGTH)
-    return write_tflite(flatbuffer, subwords, out_dir, "int8")

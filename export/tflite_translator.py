@@ -1,39 +1,43 @@
 """Translating with a TFLite model: a NumPy beam search on the host.
 
-`TFLiteTranslator` needs only the `.tflite` file written by
-`export.tflite.export_tflite` and the SentencePiece model: it tokenises with
-`sentencepiece`, runs the model's `encode` signature once per sentence and its
-`decode_step` signature once per output position (on all live hypotheses of
-the sentence at once), and detokenises. No TensorFlow is imported; the
-interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is not
-installed.
+`TFLiteTranslator` needs only the files `export.tflite.export_tflite` writes
+(the `.tflite`, `spm.model` and `model.json`): it tokenises with
+`sentencepiece`, checks the task arguments against the `TaskInput`s in
+`model.json` (languages and scene tags for a task-space model, none for
+GNMT) and puts the model's source prefix (`<2xx>`) before the subwords, runs
+the model's `encode` signature once per sentence and its `decode_step`
+signature once per output position (on all live hypotheses of the sentence
+at once), and detokenises. No TensorFlow is imported; the interpreter is
+`ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is not installed.
 
 The search mirrors `gnmt_tf.decoding.beam_search` (and `greedy_search` for
 beam size 1): GNMT length and coverage penalties, the `"gnmt"` early stopping
-rule, at most `ceil(max_length_ratio * source_length)` output subwords. With a
-float32 model it gives the same translations as the SavedModel up to float
-rounding differences between the two runtimes.
+rule, at most `ceil(max_length_ratio * source_length)` output subwords, and
+at most the model's cache length. With a float32 model it gives the same
+translations as the SavedModel up to float rounding differences between the
+two runtimes.
 
 `decode_step` takes some state tensors at a fixed length where `encode`
-returns them at the source's length (the attention memory, see
-`export.tflite.StepModule`); which ones, and to what length, is read from
-the two signatures' shapes, and `encode`'s outputs are zero-padded to it.
-
-Task-space Transformer exports (`export.task_space_tflite`) need the task as
-well: `export.task_space_tflite_translator.TaskSpaceTFLiteTranslator`
-extends this class with it; `open_translator` picks the class for a file.
+returns them at the source's length (see `export.tflite.StepModule`); which
+ones, and to what length, is read from the two signatures' shapes, and
+`encode`'s outputs are zero-padded to it.
 """
 
 import dataclasses
+import json
 import pathlib
 
 import numpy as np
 
+from gnmt_tf.seq2seq_model import TaskInput, check_task  # no TensorFlow
+
 NEG_INF = np.float32(-np.inf)
 COVERAGE_FLOOR = np.float32(1e-10)  # as gnmt_tf.decoding.penalties
+METADATA_FILE = "model.json"  # as export.tflite
 
 
-def _interpreter_class():
+def interpreter_class():
+    """LiteRT's `Interpreter`, or TensorFlow's copy where it is missing."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:  # LiteRT not installed: TensorFlow's copy
@@ -55,37 +59,55 @@ class TFLiteTranslator:
     """Translates raw sentences with a TFLite `encode` + `decode_step` model.
 
     Example:
-      >>> translator = TFLiteTranslator("out/model_float32.tflite",
-      ...                               "out/spm.model")
+      >>> translator = TFLiteTranslator("out/model_float32.tflite")
       >>> translator.translate(["A dog runs."], beam_size=4)
+      >>> task_space = TFLiteTranslator("ts/model_float32.tflite")
+      >>> task_space.translate(["A dog runs."], src_lang="en", tgt_lang="fr",
+      ...                      tags="caption")
 
     Args:
       model_path: str or Path. A `.tflite` file from `export_tflite`.
-      vocabulary_path: str or Path. Its SentencePiece model (`spm.model`).
+      vocabulary_path: str or Path or None. Its SentencePiece model (default:
+        ``spm.model`` next to it).
       num_threads: int or None. Interpreter threads.
+      metadata_path: str or Path or None. Its ``model.json`` (default: next
+        to it; without one, a model without task inputs is assumed).
 
     Attributes:
+      task_inputs: tuple of `TaskInput`, the task arguments it takes.
+      default_task: dict, the task of a typical request (`model.json`).
       max_source_length: int or None. Longest source in subwords, end token
-        included (`decode_step`'s fixed memory length).
+        and source prefix included (`decode_step`'s fixed memory length).
       max_output_length: int or None. Longest output in subwords, end token
-        included, where the state has a fixed-size cache (None for GNMT).
+        included, where the state has a fixed-size cache (None for GNMT);
+        a hypothesis cut there has no end token.
 
     Raises:
       ValueError: the model lacks the `encode` / `decode_step` signatures,
-        or its `encode` takes other inputs than `ENCODE_INPUTS`.
+        or its `encode` takes inputs `model.json` does not describe.
     """
 
-    ENCODE_INPUTS = ("source_ids",)
-
-    def __init__(self, model_path, vocabulary_path, num_threads=None):
+    def __init__(self, model_path, vocabulary_path=None, num_threads=None,
+                 metadata_path=None):
         import sentencepiece as spm
 
-        self.sentencepiece = spm.SentencePieceProcessor(
-            model_file=str(vocabulary_path))
+        model_path = pathlib.Path(model_path)
+        metadata_path = pathlib.Path(metadata_path
+                                     or model_path.parent / METADATA_FILE)
+        metadata = (json.loads(metadata_path.read_text(encoding="utf-8"))
+                    if metadata_path.exists() else {})
+        self.task_inputs = tuple(TaskInput.from_json(t)
+                                 for t in metadata.get("task_inputs", ()))
+        self.default_task = metadata.get("default_task", {})
+        prefix = metadata.get("source_prefix")
+        self.source_prefix = (None if prefix is None
+                              else (prefix["input"], tuple(prefix["ids"])))
+        self.sentencepiece = spm.SentencePieceProcessor(model_file=str(
+            vocabulary_path or model_path.parent / "spm.model"))
         self.bos_id = self.sentencepiece.bos_id()
         self.eos_id = self.sentencepiece.eos_id()
-        self.interpreter = _interpreter_class()(
-            model_path=str(pathlib.Path(model_path)), num_threads=num_threads)
+        self.interpreter = interpreter_class()(
+            model_path=str(model_path), num_threads=num_threads)
         signatures = self.interpreter.get_signature_list()
         if not {"encode", "decode_step"} <= set(signatures):
             raise ValueError(f"{model_path} has signatures {sorted(signatures)}, "
@@ -93,11 +115,15 @@ class TFLiteTranslator:
         self._encode = self.interpreter.get_signature_runner("encode")
         self._step = self.interpreter.get_signature_runner("decode_step")
         self.encode_inputs = tuple(sorted(self._encode.get_input_details()))
-        if set(self.encode_inputs) != set(self.ENCODE_INPUTS):
+        known = {"source_ids"} | {t.name for t in self.task_inputs}
+        if not set(self.encode_inputs) <= known:
             raise ValueError(
-                f"{model_path}'s encode takes {list(self.encode_inputs)}, "
-                f"not {list(self.ENCODE_INPUTS)}"
-                + self._other_class_hint())
+                f"{model_path}'s encode takes {list(self.encode_inputs)}, but "
+                f"{metadata_path} describes "
+                f"{sorted(known - {'source_ids'}) or 'no task inputs'}"
+                + ("" if metadata else
+                   " (it is missing: export_tflite writes it next to the "
+                   "model)"))
         step_inputs = self._step.get_input_details()
         self._step_dtypes = {name: detail["dtype"]
                              for name, detail in step_inputs.items()}
@@ -105,7 +131,15 @@ class TFLiteTranslator:
             self._encode.get_output_details(), step_inputs)
         lengths = [shape[1] for shape in self._padded_shapes.values()]
         self.max_source_length = min(lengths) if lengths else None
-        self.max_output_length = None
+        # A cache: the state tensors `decode_step` takes at a fixed length
+        # that `encode` does not pad (the KV cache positions).
+        caches = [detail["shape_signature"][1]
+                  for name, detail in step_inputs.items()
+                  if name.endswith("__self_key")]
+        self.max_output_length = (int(min(caches)) if caches else None)
+        if metadata.get("max_output_length") and self.max_output_length:
+            self.max_output_length = min(self.max_output_length,
+                                         int(metadata["max_output_length"]))
         self._warm_up()
 
     def _warm_up(self):
@@ -123,12 +157,6 @@ class TFLiteTranslator:
                 for name, detail in details.items() if name != "source_ids"}
         state = self._encode_state([self.eos_id], task)
         self._step(ids=np.asarray([self.bos_id], np.int32), **state)
-
-    def _other_class_hint(self):
-        if "src_lang" in self.encode_inputs:
-            return (" (a task-space model: use export.tflite_translator."
-                    "open_translator or TaskSpaceTFLiteTranslator)")
-        return ""
 
     def _encode_state(self, source_ids, task=None):
         """`source_ids [S]` (+ `task`, the other `encode` inputs as arrays of
@@ -258,28 +286,44 @@ class TFLiteTranslator:
             results.append((ids, float(score)))
         return results
 
+    def task_arrays(self, **task):
+        """Checks task arguments against `task_inputs`; returns `(prefix,
+        arrays)`: the ids put before the subwords and the `encode` task
+        inputs as arrays of batch 1.
+
+        Raises:
+          ValueError: a missing, unexpected or unknown task argument, or
+            values that must differ (naming the known ones).
+        """
+        ids = check_task(self.task_inputs, task)
+        prefix = []
+        if self.source_prefix is not None:
+            name, prefix_ids = self.source_prefix
+            prefix = [prefix_ids[ids[name]]]
+        arrays = {name: np.asarray([value], np.int32)
+                  for name, value in ids.items() if name in self.encode_inputs}
+        return prefix, arrays
+
     def translate_nbest(self, sentences, beam_size=5, length_penalty=0.6,
                         coverage_penalty=0.0, num_hypotheses=1,
-                        max_length_ratio=2.0, beam_width=None):
+                        max_length_ratio=2.0, beam_width=None, **task):
         """Translates `sentences`, giving `num_hypotheses` `Hypothesis` each.
 
-        Blank inputs give one empty hypothesis with score 0 and never reach
-        the model.
+        `task` holds the model's task arguments by name (e.g. `src_lang="en",
+        tgt_lang="fr", tags="caption"`; none for GNMT). Blank inputs give one
+        empty hypothesis with score 0 and never reach the model.
 
         Raises:
           TypeError: `sentences` is a str, or an input is not a `str`.
-          ValueError: an input is longer than the model's source length.
+          ValueError: a bad task argument, or an input longer than the
+            model's source length.
         """
-        return self._translate_nbest(
-            sentences, [], None,
-            dict(beam_size=beam_size, length_penalty=length_penalty,
-                 coverage_penalty=coverage_penalty,
-                 num_hypotheses=num_hypotheses,
-                 max_length_ratio=max_length_ratio, beam_width=beam_width))
-
-    def _translate_nbest(self, sentences, prefix, task, search_args):
-        """`translate_nbest` with `prefix` (ids put before each sentence's
-        subwords) and `task` (see `search`)."""
+        prefix, arrays = self.task_arrays(**task)
+        search_args = dict(beam_size=beam_size, length_penalty=length_penalty,
+                           coverage_penalty=coverage_penalty,
+                           num_hypotheses=num_hypotheses,
+                           max_length_ratio=max_length_ratio,
+                           beam_width=beam_width)
         if isinstance(sentences, str):
             raise TypeError("sentences must be a list of str, not a str")
         results = []
@@ -298,17 +342,17 @@ class TFLiteTranslator:
                 raise ValueError(
                     f"input {i} has {len(source_ids) - extra} subwords; this "
                     f"model takes at most {self.max_source_length - extra}")
-            pairs = self.search(source_ids, task=task, **search_args)
+            pairs = self.search(source_ids, task=arrays, **search_args)
             results.append([Hypothesis(self.sentencepiece.decode(ids), score)
                             for ids, score in pairs])
         return results
 
     def translate(self, sentences, beam_size=5, length_penalty=0.6,
-                  coverage_penalty=0.0, max_length_ratio=2.0):
+                  coverage_penalty=0.0, max_length_ratio=2.0, **task):
         """Translates `sentences` (list of str) to their best translations."""
         return [hyps[0].text for hyps in self.translate_nbest(
             sentences, beam_size, length_penalty, coverage_penalty, 1,
-            max_length_ratio)]
+            max_length_ratio, **task)]
 
 
 def _padded_shapes(encode_outputs, step_inputs):
@@ -326,26 +370,3 @@ def _padded_shapes(encode_outputs, step_inputs):
         if any(h < 0 <= w for h, w in zip(have[1:], want[1:])):
             shapes[name] = (1,) + tuple(int(w) for w in want[1:])
     return shapes
-
-
-def open_translator(model_path, vocabulary_path=None, num_threads=None):
-    """A `TFLiteTranslator` for a GNMT `.tflite`, or a
-    `TaskSpaceTFLiteTranslator` where a `task.json` lies next to the file.
-
-    Args:
-      model_path: str or Path. A `.tflite` file from `export_tflite`.
-      vocabulary_path: str or Path or None. Default: ``spm.model`` next to
-        the model.
-      num_threads: int or None. Interpreter threads.
-    """
-    from export.task_space_tflite_translator import TASK_FILE
-
-    model_path = pathlib.Path(model_path)
-    vocabulary_path = vocabulary_path or model_path.parent / "spm.model"
-    if (model_path.parent / TASK_FILE).exists():
-        from export.task_space_tflite_translator import (
-            TaskSpaceTFLiteTranslator)
-
-        return TaskSpaceTFLiteTranslator(model_path, vocabulary_path,
-                                         num_threads=num_threads)
-    return TFLiteTranslator(model_path, vocabulary_path, num_threads)

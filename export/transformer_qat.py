@@ -36,9 +36,6 @@ from task_space import registry
 from task_space.task_space_translation_model import TaskSpaceTranslationModel
 
 MODEL_TYPE = registry.QAT_MODEL_TYPE
-model_dir_lib.register_model_type(
-    MODEL_TYPE, "export.transformer_qat:QATTaskSpaceTransformer",
-    registry.CONFIG_CLASS)
 
 
 class QATTaskSpaceTransformer(quantization.FakeQuantMixin,

@@ -6,47 +6,30 @@ Layout::
     MODEL_DIR/spm.model        the shared SentencePiece vocabulary
     MODEL_DIR/checkpoints/     tf.train.Checkpoint files (ckpt-<step>)
 
-Model types map to classes by dotted path, imported only when used, so
-`gnmt_tf` never imports the packages that register other model types.
+Model types map to classes through `gnmt_tf.model_types` (entry points each
+package declares), imported only when used, so `gnmt_tf` never imports the
+packages that declare other model types.
 """
 
-import importlib
 import json
 import pathlib
+
+from gnmt_tf import model_types
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "spm.model"
 CHECKPOINT_DIR = "checkpoints"
 
-MODEL_TYPES = {
-    "gnmt": ("gnmt_tf.models.gnmt:GNMT", "gnmt_tf.config:GNMTConfig"),
-    "task_space_transformer": (
-        "task_space.task_space_translation_model:TaskSpaceTranslationModel",
-        "task_space.config:TransformerConfig"),
-    "gnmt_qat": ("export.qat:QATGNMT", "gnmt_tf.config:GNMTConfig"),
-    "task_space_transformer_qat": (
-        "export.transformer_qat:QATTaskSpaceTransformer",
-        "task_space.config:TransformerConfig"),
-}
-
-
-def register_model_type(name, model_path, config_path):
-    """Registers `name` -> ("module:ModelClass", "module:ConfigClass")."""
-    MODEL_TYPES[name] = (model_path, config_path)
-
-
-def _import(path):
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 def model_classes(model_type):
-    try:
-        model_path, config_path = MODEL_TYPES[model_type]
-    except KeyError:
-        raise ValueError(f"unknown model type {model_type!r}; "
-                         f"known: {', '.join(sorted(MODEL_TYPES))}") from None
-    return _import(model_path), _import(config_path)
+    """`(ModelClass, ConfigClass)` of a declared model type
+    (`gnmt_tf.model_types`).
+
+    Raises:
+      ValueError: an unknown model type (naming the known ones).
+    """
+    declared = model_types.get_model_type(model_type)
+    return (model_types.load_object(declared.model_class),
+            model_types.load_object(declared.config_class))
 
 
 def write_config(model_dir, model_type, model_config, train_config, extra=None):

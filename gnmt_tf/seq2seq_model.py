@@ -23,12 +23,7 @@ class MyModel(keras.Model):
     def step(self, ids, state):
         ...                                   # -> (log_probs, attention, state)
 
-    def source_prefix_ids(self, tgt_lang=None):
-        return None                           # nothing before the source
-
-    def invalid_task_rows(self, tgt_lang=None):
-        return []                             # every value is fine
-
+    source_prefix = None                      # nothing before the source
     max_target_length = None                  # no cache limit
     default_task = {"tgt_lang": "de"}
 
@@ -55,12 +50,24 @@ class TaskInput:
         or a comma-separated string, possibly empty), given as an int32 0/1
         vector `[B, len(values)]`.
       label: what one value is called in errors (default: `name`).
+      differs_from: the name of another single-valued task input that must
+        not have the same value in a request (a target language that must
+        differ from the source language).
     """
 
     name: str
     values: Tuple[str, ...]
     multi_hot: bool = False
     label: Optional[str] = None
+    differs_from: Optional[str] = None
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict; `TaskInput(**d)` rebuilds it."""
+        return dict(dataclasses.asdict(self), values=list(self.values))
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TaskInput":
+        return cls(**dict(data, values=tuple(data["values"])))
 
     @property
     def shape(self) -> Tuple[Optional[int], ...]:
@@ -107,11 +114,14 @@ class Seq2SeqModel(typing.Protocol):
       default_task: dict of task arguments (names or lists of names) of a
         typical request, e.g. the first trained direction out of English:
         warm-up requests and examples use it. `{}` without task inputs.
+      source_prefix: None, or `(name, ids)`: each source starts with
+        `ids[task[name]]` (a `<2xx>` target-language token, Johnson et al.).
     """
 
     config: Any
     max_target_length: Optional[int]
     default_task: dict
+    source_prefix: Optional[Tuple[str, Tuple[int, ...]]]
 
     def task_inputs(self) -> Tuple[TaskInput, ...]:
         """The task arguments of `encode`, `()` for none."""
@@ -128,25 +138,25 @@ class Seq2SeqModel(typing.Protocol):
         """`ids` int32 `[N]` -> `(log_probs [N, V], attention [N, S],
         state)`."""
 
-    def source_prefix_ids(self, **task):
-        """int32 `[B, P]` ids put before each source (a `<2xx>` token), or
-        None for none."""
-
-    def invalid_task_rows(self, **ids):
-        """Task id tensors (`[B]`, or `[B, K]` multi-hot), each valid alone
-        -> `[(bad [B] bool, message)]` for combinations the model refuses
-        (e.g. the same source and target language); `[]` for none."""
-
-
 def task_ids(model: Seq2SeqModel, task: dict) -> dict:
-    """Checks Python task arguments against `model.task_inputs()` and returns
-    their ids (an int, or a multi-hot list, per name).
+    """Checks Python task arguments against `model.task_inputs()`; returns
+    their ids (see `check_task`)."""
+    return check_task(model.task_inputs(), task)
+
+
+def check_task(task_inputs: Sequence[TaskInput], task: dict) -> dict:
+    """Checks Python task arguments against `task_inputs` (a model's, or
+    those read from an export's JSON by a host without the model).
+
+    Returns:
+      `{name: id}` (an int, or a multi-hot list).
 
     Raises:
-      ValueError: a missing or unexpected argument, an unknown value, or a
-        combination the model refuses; the message names the problem.
+      ValueError: a missing or unexpected argument, an unknown value, or two
+        values that must differ; the message names the problem.
     """
-    inputs = {t.name: t for t in model.task_inputs()}
+    inputs = {t.name: t for t in task_inputs}
+    task = {name: value for name, value in task.items() if _given(value)}
     unexpected = sorted(set(task) - set(inputs))
     if unexpected:
         raise ValueError(
@@ -154,19 +164,22 @@ def task_ids(model: Seq2SeqModel, task: dict) -> dict:
             + (f" (its task inputs: {', '.join(inputs)})" if inputs else
                " (it translates one fixed direction)"))
     missing = [name for name, t in inputs.items()
-               if name not in task and not t.multi_hot]
+               if task.get(name) is None and not t.multi_hot]
     if missing:
         raise ValueError(f"this model needs {', '.join(missing)}")
-    ids = {name: t.to_ids(task.get(name, ())) for name, t in inputs.items()}
-    if ids:
-        import tensorflow as tf
-
-        for bad, message in model.invalid_task_rows(**{
-                name: tf.constant([value], tf.int32)
-                for name, value in ids.items()}):
-            if bool(tf.reduce_any(bad)):
-                raise ValueError(message)
+    ids = {name: t.to_ids(task.get(name) or ()) if t.multi_hot
+           else t.to_ids(task[name]) for name, t in inputs.items()}
+    for t in inputs.values():
+        if t.differs_from and ids[t.name] == ids[t.differs_from]:
+            raise ValueError(f"{t.differs_from} and {t.name} must differ "
+                             f"(both {task[t.name]!r})")
     return ids
+
+
+def _given(value) -> bool:
+    """False for None and empty values (an unset flag)."""
+    return value is not None and not (hasattr(value, "__len__")
+                                      and len(value) == 0)
 
 
 def describe_task(model: Seq2SeqModel) -> Sequence[str]:

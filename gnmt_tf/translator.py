@@ -104,10 +104,11 @@ class Translator:
         tokens = self.tokenizer.tokenize(sentences)
         eos = tf.fill([tokens.nrows(), 1], tf.constant(self.eos_id, tokens.dtype))
         parts = [tokens, tf.RaggedTensor.from_tensor(eos)]
-        prefix = self.model.source_prefix_ids(**(task or {}))
-        if prefix is not None:
-            parts.insert(0, tf.RaggedTensor.from_tensor(
-                tf.cast(prefix, tokens.dtype)))
+        if self.model.source_prefix is not None:
+            name, prefix_ids = self.model.source_prefix
+            prefix = tf.gather(tf.constant(prefix_ids, tokens.dtype),
+                               task[name])[:, None]
+            parts.insert(0, tf.RaggedTensor.from_tensor(prefix))
         tokens = tf.concat(parts, axis=1)
         return tokens.to_tensor(0), tf.cast(tokens.row_lengths(), tf.int32)
 

@@ -1,24 +1,22 @@
-"""Registers the `task_space_transformer` model type with `gnmt_tf`.
-
-Light (no TensorFlow): `gnmt_tf.model_dir` maps model types to classes by
-dotted path, so after `import task_space.registry` the generic
-`gnmt_tf.model_dir.build_model` / `load_model` open task-space model
-directories. `task_space.cli` (discovered by the `gnmt-tf` CLI),
-`task_space.training` imports it.
+"""The model type `task_space` declares (an entry point in setup.py; light,
+no TensorFlow): the task-space Transformer, and a test for its directories.
 """
 
 from gnmt_tf import model_dir as _model_dir
+from gnmt_tf.model_types import ModelType
 
 MODEL_TYPE = "task_space_transformer"
-# Its quantization-aware variant (`export.transformer_qat`, registered in
-# `gnmt_tf.model_dir`): same config, vocabulary and task options.
+# Its quantization-aware variant (declared by `export.registry`): same config,
+# vocabulary and task options.
 QAT_MODEL_TYPE = "task_space_transformer_qat"
 MODEL_TYPES = (MODEL_TYPE, QAT_MODEL_TYPE)
-MODEL_CLASS = ("task_space.task_space_translation_model:"
-               "TaskSpaceTranslationModel")
-CONFIG_CLASS = "task_space.config:TransformerConfig"
 
-_model_dir.register_model_type(MODEL_TYPE, MODEL_CLASS, CONFIG_CLASS)
+TASK_SPACE_TRANSFORMER = ModelType(
+    model_class=("task_space.task_space_translation_model:"
+                 "TaskSpaceTranslationModel"),
+    config_class="task_space.config:TransformerConfig",
+    presets=("transformer_tiny", "transformer_small", "transformer_base"),
+    train="task_space.cli:train_from_args")
 
 
 def is_task_space_model_dir(model_dir) -> bool:

@@ -226,22 +226,18 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         """Source language, target language, scene tags (multi-hot)."""
         c = self.config
         return (TaskInput("src_lang", c.languages, label="language"),
-                TaskInput("tgt_lang", c.languages, label="language"),
+                TaskInput("tgt_lang", c.languages, label="language",
+                          differs_from="src_lang"),
                 TaskInput("tags", c.scene_tags, multi_hot=True,
                           label="scene tag"))
 
-    def invalid_task_rows(self, src_lang, tgt_lang, tags=None):
-        """Refuses a direction from a language to itself."""
-        return [(tf.equal(src_lang, tgt_lang),
-                 "src_lang and tgt_lang must differ (no translation from a "
-                 "language to itself)")]
-
-    def source_prefix_ids(self, src_lang=None, tgt_lang=None, tags=None):
-        """`[B, 1]` `<2tgt>` ids for the baseline; None with the task space."""
+    @property
+    def source_prefix(self):
+        """`("tgt_lang", <2xx> id per language)` for the baseline; None with
+        the task space."""
         if self.language_token_ids is None:
             return None
-        return tf.gather(tf.constant(self.language_token_ids, tf.int32),
-                         tgt_lang)[:, None]
+        return "tgt_lang", tuple(self.language_token_ids)
 
     def initial_state(self, encoded, max_length=None):
         """The decoding state before the first `step`.

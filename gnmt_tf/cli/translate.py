@@ -132,39 +132,55 @@ def _translate_through_server(args):
 
 
 def _translate_with_tflite(args):
-    """Translates with `export.tflite_translator.open_translator`."""
+    """Translates with `export.tflite_translator.TFLiteTranslator`."""
     options = search_options(args)
     if options.early_stopping != "gnmt":
         raise ValueError("--tflite searches with --early-stopping gnmt only")
-    from export.tflite_translator import TFLiteTranslator, open_translator
+    from export.tflite_translator import TFLiteTranslator
 
-    translator = open_translator(args.tflite)
-    task = {key: getattr(args, key, None)
-            for key in ("src_lang", "tgt_lang", "tags")}
-    search = dict(beam_size=options.beam_size,
-                  length_penalty=options.length_penalty,
-                  coverage_penalty=options.coverage_penalty,
-                  num_hypotheses=options.num_hypotheses,
-                  max_length_ratio=options.max_length_ratio,
-                  beam_width=options.beam_width)
-    if type(translator) is TFLiteTranslator:
-        if any(value is not None for value in task.values()):
-            raise ValueError("--src-lang, --tgt-lang and --tags are for "
-                             f"task-space models; {args.tflite} is GNMT")
-        run_search = translator.translate_nbest
-    else:
-        if not (task["src_lang"] and task["tgt_lang"]):
-            raise ValueError(
-                "--src-lang and --tgt-lang are required for a task-space "
-                f"model (its languages: {list(translator.config.languages)})")
-        translator.task_inputs(**task)  # bad task: fail before reading input
-
-        def run_search(sentences, **search):
-            return translator.translate_nbest(sentences, **task, **search)
+    translator = TFLiteTranslator(args.tflite)
+    task = task_arguments(args, translator.task_inputs,
+                          translator.default_task)
+    translator.task_arrays(**task)  # a bad task fails before reading input
     sentences = read_input(args.input)
     note_empty_lines(sentences)
-    write_results(run_search(sentences, **search), options, args.output)
+    results = translator.translate_nbest(
+        sentences, beam_size=options.beam_size,
+        length_penalty=options.length_penalty,
+        coverage_penalty=options.coverage_penalty,
+        num_hypotheses=options.num_hypotheses,
+        max_length_ratio=options.max_length_ratio,
+        beam_width=options.beam_width, **task)
+    write_results(results, options, args.output)
     return 0
+
+
+def task_arguments(args, task_inputs, default_task):
+    """The task flags (`--src-lang`, `--tgt-lang`, `--tags`) a model with
+    `task_inputs` takes, as keyword arguments; `--tags` defaults to the
+    training tags (`default_task`).
+
+    Raises:
+      ValueError: a task flag the model cannot honour, or a missing one.
+    """
+    given = {name: getattr(args, name, None)
+             for name in ("src_lang", "tgt_lang", "tags")}
+    names = {t.name for t in task_inputs}
+    refused = sorted(f"--{k.replace('_', '-')}" for k, v in given.items()
+                     if v is not None and k not in names)
+    if refused:
+        raise ValueError(f"{', '.join(refused)}: this model translates one "
+                         "fixed direction and takes no task options")
+    task = {k: v for k, v in given.items() if k in names}
+    if "tags" in names and task.get("tags") is None:
+        task["tags"] = default_task.get("tags", ())
+    missing = [f"--{t.name.replace('_', '-')}" for t in task_inputs
+               if not t.multi_hot and not task.get(t.name)]
+    if missing:
+        languages = next((t.values for t in task_inputs), ())
+        raise ValueError(f"{' and '.join(missing)} are required for this "
+                         f"model (its languages: {list(languages)})")
+    return task
 
 
 def run(args):

@@ -105,11 +105,7 @@ class GNMT(keras.Model):
         """None: a GNMT model translates the one direction it was trained on."""
         return ()
 
-    def source_prefix_ids(self):
-        return None
-
-    def invalid_task_rows(self):
-        return []
+    source_prefix = None  # nothing before the source
 
     def initial_state(self, encoded, max_length=None):
         """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`

@@ -26,11 +26,11 @@ def int8_model(tmp_path_factory, qat_model, tiny_model_dir):
     """`(model_path, vocabulary_path)` of the QAT model as int8 TFLite."""
     import shutil
 
-    from export.tflite_int8 import convert_qat_int8
+    from export.tflite import convert
 
     out = tmp_path_factory.mktemp("int8")
     model_path = out / "model_int8.tflite"
-    model_path.write_bytes(convert_qat_int8(qat_model, max_source_length=32))
+    model_path.write_bytes(convert(qat_model, "int8", max_source_length=32))
     shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
     return model_path, out / "spm.model"
 
@@ -156,11 +156,11 @@ def test_int8_cli_float_model_is_usage_error(capsys, tiny_model_dir,
     assert "QAT model directory" in capsys.readouterr().err
 
 
-def test_convert_qat_int8_rejects_float_model(translator):
-    from export.tflite_int8 import convert_qat_int8
+def test_int8_conversion_rejects_float_model(translator):
+    from export.tflite import convert
 
     with pytest.raises(ValueError, match="quantization-aware"):
-        convert_qat_int8(translator.model)
+        convert(translator.model, "int8")
 
 
 @pytest.mark.slow
@@ -185,15 +185,15 @@ def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
 
 
 def test_tied_table_is_stored_once(qat_model, tmp_path):
-    from export.tflite_int8 import convert_qat_int8
+    from export.tflite import convert
     from export.tflite_tied_table import int8_table_tensors
-    from export.tflite_translator import _interpreter_class
+    from export.tflite_translator import interpreter_class
 
     config = qat_model.config
     shape = (config.vocabulary_size, config.hidden_dim)
     table = qat_model.embedding.embeddings.numpy()
-    copies = convert_qat_int8(qat_model, 32, share_table=False)
-    shared = convert_qat_int8(qat_model, 32)
+    copies = convert(qat_model, "int8", 32, share_table=False)
+    shared = convert(qat_model, "int8", 32)
     assert len({b for b, _ in int8_table_tensors(copies, table)}) >= 2
     tables = int8_table_tensors(shared, table)
     # encode's Gather and the logits FullyConnected at least; decode_step's
@@ -210,7 +210,7 @@ def test_tied_table_is_stored_once(qat_model, tmp_path):
     for flatbuffer in (copies, shared):
         path = tmp_path / f"m{len(outputs)}.tflite"
         path.write_bytes(flatbuffer)
-        runner = _interpreter_class()(model_path=str(path)).get_signature_runner(
+        runner = interpreter_class()(model_path=str(path)).get_signature_runner(
             "decode_step")
         inputs = {}
         for name, detail in runner.get_input_details().items():

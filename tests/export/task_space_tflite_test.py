@@ -38,29 +38,35 @@ def ts_tflite_dir(ts_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ts_tflite(ts_tflite_dir):
-    from export.tflite_translator import open_translator
+    from export.tflite_translator import TFLiteTranslator
 
-    return open_translator(ts_tflite_dir / "model_float32.tflite")
+    return TFLiteTranslator(ts_tflite_dir / "model_float32.tflite")
 
 
-def test_files_and_task_json(ts_tflite_dir, ts_model_dir):
+def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
     assert sorted(p.name for p in ts_tflite_dir.iterdir()) == [
-        "model_float32.tflite", "spm.model", "task.json"]
+        "model.json", "model_float32.tflite", "spm.model"]
     assert ((ts_tflite_dir / "spm.model").read_bytes()
             == (ts_model_dir / "spm.model").read_bytes())
-    task = json.loads((ts_tflite_dir / "task.json").read_text())
-    assert task["model"]["languages"] == ["en", "de", "fr", "cs"]
-    assert task["task_space"] == {"directions": "en-fr,de-cs",
-                                  "tags": "caption",
-                                  "target_language_token": False}
-    assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
-    assert task["max_target_length"] == CACHE_LENGTH
+    meta = json.loads((ts_tflite_dir / "model.json").read_text())
+    inputs = {t["name"]: t for t in meta["task_inputs"]}
+    assert inputs["src_lang"]["values"] == ["en", "de", "fr", "cs"]
+    assert inputs["tgt_lang"]["differs_from"] == "src_lang"
+    assert inputs["tags"]["multi_hot"] and inputs["tags"]["values"][0] == (
+        "caption")
+    assert meta["task_space"]["directions"] == "en-fr,de-cs"
+    assert meta["task_space"]["tags"] == "caption"
+    assert meta["default_task"] == {"src_lang": "en", "tgt_lang": "fr",
+                                    "tags": ["caption"]}
+    assert meta["source_prefix"] is None
+    assert meta["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
+    assert meta["max_target_length"] == CACHE_LENGTH
+    assert meta["max_output_length"] == MAX_SEQUENCE_LENGTH
 
 
 def test_signatures(ts_tflite):
-    from export.task_space_tflite_translator import TaskSpaceTFLiteTranslator
-
-    assert isinstance(ts_tflite, TaskSpaceTFLiteTranslator)
+    assert [t.name for t in ts_tflite.task_inputs] == [
+        "src_lang", "tgt_lang", "tags"]
 
     def shapes(details):
         return {name: (d["shape_signature"].tolist(), d["dtype"].__name__)
@@ -121,8 +127,8 @@ def _expected(translator, search):
 def _tflite(translator, search):
     texts, scores = [], []
     for src, tgt, tags, sentences in DIRECTIONS:
-        for hyps in translator.translate_nbest(sentences, src, tgt, tags,
-                                               **search):
+        for hyps in translator.translate_nbest(
+                sentences, **search, src_lang=src, tgt_lang=tgt, tags=tags):
             texts.append(hyps[0].text)
             scores.append(hyps[0].score)
     return texts, scores
@@ -146,7 +152,9 @@ def test_matches_task_space_translator(ts_tflite, ts_translator, search):
 def test_kv_cache_bounds_the_output(ts_tflite):
     source_ids = ts_tflite.sentencepiece.encode("a dog runs") + [
         ts_tflite.eos_id]
-    prefix, task = ts_tflite.task_inputs("en", "fr", "caption")
+    prefix, task = ts_tflite.task_arrays(src_lang="en", tgt_lang="fr",
+                                         tags="caption")
+    assert prefix == []
     for beam_size in (1, 2):
         for ids, _ in ts_tflite.search(source_ids, beam_size=beam_size,
                                        max_length_ratio=100.0, task=task,
@@ -158,20 +166,21 @@ def test_kv_cache_bounds_the_output(ts_tflite):
 def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
                                      quantization):
     from export.tflite import export_tflite
-    from export.tflite_translator import open_translator
+    from export.tflite_translator import TFLiteTranslator
 
     paths = export_tflite(ts_model_dir, tmp_path, quantization)
     assert paths["model"].name == f"model_{quantization}.tflite"
-    task = json.loads(paths["task"].read_text())  # the default lengths
-    assert task["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
-    assert task["max_target_length"] == MAX_SEQUENCE_LENGTH
+    meta = json.loads(paths["metadata"].read_text())  # the default lengths
+    assert meta["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
+    assert meta["max_target_length"] == MAX_SEQUENCE_LENGTH
     float32_size = (ts_tflite_dir / "model_float32.tflite").stat().st_size
     if quantization == "float16":
         assert paths["model"].stat().st_size < float32_size
-    translator = open_translator(paths["model"])
+    translator = TFLiteTranslator(paths["model"])
     assert translator.max_output_length == MAX_SEQUENCE_LENGTH
     for src, tgt, tags, sentences in DIRECTIONS:
-        texts = translator.translate(sentences, src, tgt, tags, beam_size=2)
+        texts = translator.translate(sentences, beam_size=2, src_lang=src,
+                                     tgt_lang=tgt, tags=tags)
         assert len(texts) == len(sentences)
         assert all(isinstance(t, str) for t in texts)
 
@@ -180,12 +189,12 @@ def test_quantized_files_are_smaller():
     """The converter quantizes only weights of >= 1024 elements, and the
     tiny test model has none (its largest, the embedding, is 60 x 16): an
     untrained model with a wider FFN (16 x 128 kernels) shows the sizes."""
-    from export.task_space_tflite import convert_task_space
+    from export.tflite import convert
     from task_space.task_space_transformer import TaskSpaceTransformer
 
     model = TaskSpaceTransformer.from_preset(
         "transformer_tiny", vocabulary_size=60, intermediate_dim=128)
-    sizes = {q: len(convert_task_space(model, q))
+    sizes = {q: len(convert(model, q))
              for q in ("float32", "dynamic_range", "float16")}
     assert sizes["dynamic_range"] < 0.8 * sizes["float32"]
     assert sizes["float16"] < 0.8 * sizes["float32"]
@@ -194,34 +203,38 @@ def test_quantized_files_are_smaller():
 def test_bad_inputs(ts_tflite, ts_tflite_dir, tmp_path):
     import shutil
 
-    from export.task_space_tflite_translator import TaskSpaceTFLiteTranslator
     from export.tflite_translator import TFLiteTranslator
 
-    with pytest.raises(ValueError, match="unknown language 'xx'.*'cs'"):
-        ts_tflite.translate(["a dog"], "xx", "fr")
-    with pytest.raises(ValueError, match="unknown language ''"):
-        ts_tflite.translate(["a dog"], "en", "")
-    with pytest.raises(ValueError, match="tgt_lang must be a language code"):
-        ts_tflite.translate(["a dog"], "en", None)
+    def translate(sentences, *task, **kwargs):
+        names = ("src_lang", "tgt_lang", "tags")
+        return ts_tflite.translate(sentences, **dict(zip(names, task)),
+                                   **kwargs)
+
+    with pytest.raises(ValueError, match="unknown language 'xx'.*cs"):
+        translate(["a dog"], "xx", "fr")
+    with pytest.raises(ValueError, match="needs tgt_lang"):
+        translate(["a dog"], "en", "")
+    with pytest.raises(ValueError, match="needs tgt_lang"):
+        translate(["a dog"], "en", None)
     with pytest.raises(ValueError, match="unknown scene tag 'bogus'"):
-        ts_tflite.translate(["a dog"], "en", "fr", "caption, bogus")
-    with pytest.raises(ValueError, match="both 'en'"):
-        ts_tflite.translate(["a dog"], "en", "en")
+        translate(["a dog"], "en", "fr", "caption, bogus")
+    with pytest.raises(ValueError, match="must differ"):
+        translate(["a dog"], "en", "en")
+    with pytest.raises(ValueError, match="takes no region"):
+        translate(["a dog"], "en", "fr", region="eu")
     with pytest.raises(ValueError, match="at most 16"):
-        ts_tflite.translate(["a dog runs in a big red park " * 3], "en", "fr")
+        translate(["a dog runs in a big red park " * 3], "en", "fr")
     with pytest.raises(TypeError, match="list of str, not a str"):
-        ts_tflite.translate("a dog", "en", "fr")
+        translate("a dog", "en", "fr")
     with pytest.raises(TypeError, match="input 2 is bytes"):
-        ts_tflite.translate(["a dog", b"a cat"], "en", "fr")
-    assert ts_tflite.translate([], "en", "fr") == []
-    # The GNMT class names the right one; a file without task.json fails.
-    model_path = ts_tflite_dir / "model_float32.tflite"
-    with pytest.raises(ValueError, match="task-space model"):
-        TFLiteTranslator(model_path, ts_tflite_dir / "spm.model")
-    shutil.copyfile(model_path, tmp_path / "model.tflite")
-    with pytest.raises(FileNotFoundError, match="task.json"):
-        TaskSpaceTFLiteTranslator(tmp_path / "model.tflite",
-                                  ts_tflite_dir / "spm.model")
+        translate(["a dog", b"a cat"], "en", "fr")
+    assert translate([], "en", "fr") == []
+    # Without its model.json the task inputs are unknown: a clear error.
+    shutil.copyfile(ts_tflite_dir / "model_float32.tflite",
+                    tmp_path / "model.tflite")
+    with pytest.raises(ValueError, match="model.json.*missing"):
+        TFLiteTranslator(tmp_path / "model.tflite",
+                         ts_tflite_dir / "spm.model")
 
 
 def test_export_cli_rejects_bad_lengths(ts_model_dir, tmp_path, capsys):
@@ -243,8 +256,8 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "--tgt-lang", "fr", "--tags", "caption", "--beam-size", "2",
                  "-i", str(source), "-o", str(output)]) == 0
-    expected = ts_tflite.translate(sentences, "en", "fr", "caption",
-                                   beam_size=2)
+    expected = ts_tflite.translate(sentences, beam_size=2, src_lang="en",
+                                   tgt_lang="fr", tags="caption")
     assert output.read_text(encoding="utf-8").splitlines() == expected
     # The default tags are the training ones ("caption").
     assert main(["translate", "--tflite", model, "--src-lang", "en",
@@ -266,14 +279,14 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     `encode` takes the source ids only, the host prepends the token, and
     the default length limit accepts what `Translator` does."""
     from export.tflite import export_tflite
-    from export.tflite_translator import open_translator
+    from export.tflite_translator import TFLiteTranslator
     from gnmt_tf.translator import Translator
 
     model_dir = ts_baseline_model_dir
     paths = export_tflite(model_dir, tmp_path / "tflite",
                           max_target_length=CACHE_LENGTH)
-    tflite = open_translator(paths["model"])
-    assert tflite.encode_inputs == ("source_ids",)
+    tflite = TFLiteTranslator(paths["model"])
+    assert tflite.source_prefix[0] == "tgt_lang"
     translator = Translator.from_model_dir(model_dir)
     for search in SEARCHES[:2]:
         texts, scores = _expected(translator, search)
@@ -286,6 +299,7 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
         for tail in ("", "d", "do", " dog"):
             text = " ".join(["a"] * n) + tail
             texts.setdefault(len(translator.subwords.encode([text])[0]), text)
-    tflite.translate([texts[limit]], "en", "fr", beam_size=1)
+    tflite.translate([texts[limit]], beam_size=1, src_lang="en",
+                     tgt_lang="fr")
     with pytest.raises(ValueError, match=f"at most {limit}"):
-        tflite.translate([texts[limit + 1]], "en", "fr")
+        tflite.translate([texts[limit + 1]], src_lang="en", tgt_lang="fr")

@@ -196,7 +196,7 @@ def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
 
 def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
     from export.tflite_tied_table import int8_table_tensors
-    from export.tflite_translator import open_translator
+    from export.tflite_translator import TFLiteTranslator
     from gnmt_tf.cli.main import main
     from gnmt_tf.translator import SearchOptions
     from gnmt_tf.translator import Translator
@@ -205,7 +205,7 @@ def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
     assert main(["export", "tflite", "--model", str(qat_dir), "--out",
                  str(out), "--int8"]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "model_int8.tflite", "spm.model", "task.json"]
+        "model.json", "model_int8.tflite", "spm.model"]
     qat_translator = Translator.from_model_dir(qat_dir)
     flatbuffer = (out / "model_int8.tflite").read_bytes()
     tables = int8_table_tensors(
@@ -213,12 +213,12 @@ def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
     # The Gathers and the logits FullyConnected: one buffer on one grid.
     assert len(tables) >= 2 and len(set(tables)) == 1
 
-    tflite = open_translator(out / "model_int8.tflite")
+    tflite = TFLiteTranslator(out / "model_int8.tflite")
     expected = qat_translator.translate_nbest(
         SENTENCES, SearchOptions(beam_size=1), src_lang="en", tgt_lang="fr",
         tags=["caption"])
-    got = tflite.translate_nbest(SENTENCES, "en", "fr", "caption",
-                                 beam_size=1)
+    got = tflite.translate_nbest(SENTENCES, beam_size=1, src_lang="en",
+                                 tgt_lang="fr", tags="caption")
     # int8 arithmetic is not the fake-quant float arithmetic: the text may
     # differ where the tiny model's scores are close, the scores by int8
     # steps (LogSoftmax's output grid is 1/16 nat).

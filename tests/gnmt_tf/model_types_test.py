@@ -1,0 +1,50 @@
+"""Model types declared as entry points (`gnmt_tf.model_types`)."""
+
+import pytest
+
+from gnmt_tf import model_types
+
+
+def test_every_package_declares_its_types():
+    assert set(model_types.model_types()) == {
+        "gnmt", "gnmt_qat", "task_space_transformer",
+        "task_space_transformer_qat"}
+
+
+@pytest.mark.parametrize("name", sorted(model_types.model_types()))
+def test_classes_load(name):
+    from gnmt_tf.model_dir import model_classes
+
+    model_cls, config_cls = model_classes(name)
+    for method in ("task_inputs", "encode", "initial_state", "step"):
+        assert callable(getattr(model_cls, method)), (name, method)
+    assert isinstance(config_cls, type)
+
+
+def test_presets_match_the_preset_modules():
+    from gnmt_tf.presets import PRESETS
+    from task_space.presets import TRANSFORMER_PRESETS
+
+    assert set(model_types.get_model_type("gnmt").presets) == set(PRESETS)
+    assert set(model_types.get_model_type(
+        "task_space_transformer").presets) == set(TRANSFORMER_PRESETS)
+    assert model_types.model_type_of_preset("transformer_tiny")[0] == (
+        "task_space_transformer")
+    with pytest.raises(ValueError, match="known: gnmt_8x8"):
+        model_types.model_type_of_preset("lstm_huge")
+
+
+def test_quantized_variants():
+    assert model_types.quantized_variant("gnmt")[0] == "gnmt_qat"
+    assert model_types.quantized_variant("task_space_transformer")[0] == (
+        "task_space_transformer_qat")
+    with pytest.raises(ValueError, match="float types that do: gnmt, "
+                                         "task_space_transformer"):
+        model_types.quantized_variant("gnmt_qat")
+
+
+def test_unknown_type_names_the_known_ones():
+    from gnmt_tf.model_dir import model_classes
+
+    with pytest.raises(ValueError, match="known: gnmt, gnmt_qat"):
+        model_classes("rnn_search")
