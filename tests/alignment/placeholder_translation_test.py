@@ -105,6 +105,8 @@ class _FakeModel:
     """Forced alignment that knows the swap: target word w came from source
     word perm[w]; every piece pair of aligned words gets 0.9."""
 
+    source_prefix = None
+
     def __init__(self, subwords):
         self.subwords = subwords
 
