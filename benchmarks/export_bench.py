@@ -119,7 +119,7 @@ def main(argv=None):
     import export.qat  # noqa: F401  (registers gnmt_qat)
     from export.savedmodel import export_savedmodel
     from export.tflite import export_tflite
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
     from gnmt_tf.translator import SearchOptions

@@ -4,9 +4,9 @@
   the model's task inputs in, text out, plus `encode` / `decode_step` for
   host-driven decoding), for any `Seq2SeqModel`;
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
-- `export.tflite` / `export.tflite_translator`: TFLite models (float32,
-  dynamic-range, float16, int8) of any `Seq2SeqModel`, with the
-  `model.json` the host needs, and the NumPy beam search that drives them;
+- `export.tflite`: TFLite models (float32, dynamic-range, float16, int8) of
+  any `Seq2SeqModel`, with the `model.json` that the host-side search
+  (`gnmt_tf.tflite_translator`, no TensorFlow) reads;
 - `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
   layers and quantization-aware fine-tuning of GNMT;
 - `export.transformer_quantization` / `export.transformer_qat`: the same for

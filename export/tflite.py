@@ -2,7 +2,7 @@
 
 A TFLite model cannot run the SentencePiece ops or a search with dynamic
 buffers efficiently, so on devices the search runs on the host
-(`export.tflite_translator.TFLiteTranslator`) and the model offers two
+(`gnmt_tf.tflite_translator.TFLiteTranslator`) and the model offers two
 signatures, the same as the SavedModel's, for any `Seq2SeqModel`:
 
 - ``encode``: ``source_ids`` int32 `[1, S]` (one sentence, ending in the end

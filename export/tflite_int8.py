@@ -7,7 +7,7 @@ optimisation: the fake-quant ranges become the int8 scales, no calibration
 data needed. `export.tflite.export_tflite(..., "int8")` and
 `export.tflite.convert(model, "int8")` use it; the flatbuffer has the same
 two signatures as the float formats', so
-`export.tflite_translator.TFLiteTranslator` drives it.
+`gnmt_tf.tflite_translator.TFLiteTranslator` drives it.
 
 Post-training full-integer quantization (a representative dataset instead
 of QAT) is not offered: with TF 2.21 the converter's calibration crashes the
@@ -152,7 +152,7 @@ def int8_report(model_path):
     """Tensor types of a TFLite model, all subgraphs (signatures and loop
     bodies): `{"int8": [tensor names], "float32": [...], ...}`. Weight
     tensors carry their fake-quant op's name (`LastValueQuant`)."""
-    from export.tflite_translator import interpreter_class
+    from gnmt_tf.tflite_translator import interpreter_class
 
     interpreter = interpreter_class()(model_path=str(model_path))
     count = interpreter.num_subgraphs()

@@ -12,4 +12,9 @@
 Nothing is imported here, so `import serving.client` stays light.
 """
 
-import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+import os
+
+# As `gnmt_tf` does (serving imports none of the TensorFlow-side packages):
+# Keras 2 for any SavedModel that needs Keras, and quiet TensorFlow C++ logs.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -2,7 +2,7 @@
 
 The model is a trained model directory (``--model``), a TF Serving endpoint
 (``--server``) or an exported TFLite file (``--tflite``, searched on the host
-by `export.tflite_translator`); task-space models take ``--src-lang``,
+by `gnmt_tf.tflite_translator`); task-space models take ``--src-lang``,
 ``--tgt-lang`` and ``--tags`` with each.
 """
 
@@ -132,11 +132,11 @@ def _translate_through_server(args):
 
 
 def _translate_with_tflite(args):
-    """Translates with `export.tflite_translator.TFLiteTranslator`."""
+    """Translates with `gnmt_tf.tflite_translator.TFLiteTranslator`."""
     options = search_options(args)
     if options.early_stopping != "gnmt":
         raise ValueError("--tflite searches with --early-stopping gnmt only")
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     translator = TFLiteTranslator(args.tflite)
     task = task_arguments(args, translator.task_inputs,

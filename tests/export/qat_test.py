@@ -136,7 +136,7 @@ def test_int8_weights(int8_model):
 
 
 def test_int8_translates(int8_model, settings):
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     translator = TFLiteTranslator(*int8_model)
     hyps = translator.translate_nbest(settings.sentences, beam_size=2)
@@ -166,7 +166,7 @@ def test_int8_conversion_rejects_float_model(translator):
 @pytest.mark.slow
 def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
                                    settings):
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.cli.main import main
     from gnmt_tf.model_dir import read_config
 
@@ -187,7 +187,7 @@ def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
 def test_tied_table_is_stored_once(qat_model, tmp_path):
     from export.tflite import convert
     from export.tflite_tied_table import int8_table_tensors
-    from export.tflite_translator import interpreter_class
+    from gnmt_tf.tflite_translator import interpreter_class
 
     config = qat_model.config
     shape = (config.vocabulary_size, config.hidden_dim)

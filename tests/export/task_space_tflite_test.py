@@ -38,7 +38,7 @@ def ts_tflite_dir(ts_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ts_tflite(ts_tflite_dir):
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     return TFLiteTranslator(ts_tflite_dir / "model_float32.tflite")
 
@@ -166,7 +166,7 @@ def test_kv_cache_bounds_the_output(ts_tflite):
 def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
                                      quantization):
     from export.tflite import export_tflite
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     paths = export_tflite(ts_model_dir, tmp_path, quantization)
     assert paths["model"].name == f"model_{quantization}.tflite"
@@ -203,7 +203,7 @@ def test_quantized_files_are_smaller():
 def test_bad_inputs(ts_tflite, ts_tflite_dir, tmp_path):
     import shutil
 
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     def translate(sentences, *task, **kwargs):
         names = ("src_lang", "tgt_lang", "tags")
@@ -279,7 +279,7 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     `encode` takes the source ids only, the host prepends the token, and
     the default length limit accepts what `Translator` does."""
     from export.tflite import export_tflite
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.translator import Translator
 
     model_dir = ts_baseline_model_dir

@@ -19,7 +19,7 @@ def tflite_float32(tmp_path_factory, translator, tiny_model_dir):
 
 @pytest.fixture(scope="session")
 def tflite_translator(tflite_float32):
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
 
     return TFLiteTranslator(*tflite_float32)
 
@@ -85,7 +85,7 @@ def test_unknown_quantization():
 @pytest.mark.parametrize("quantization", ["dynamic_range", "float16"])
 def test_quantized_export(tiny_model_dir, tflite_float32, tmp_path,
                           settings, quantization):
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.cli.main import main
 
     assert main(["export", "tflite", "--model", str(tiny_model_dir),

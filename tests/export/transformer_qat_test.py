@@ -196,7 +196,7 @@ def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
 
 def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
     from export.tflite_tied_table import int8_table_tensors
-    from export.tflite_translator import TFLiteTranslator
+    from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.cli.main import main
     from gnmt_tf.translator import SearchOptions
     from gnmt_tf.translator import Translator

@@ -1,5 +1,8 @@
 """Translating with a TFLite model: a NumPy beam search on the host.
 
+It lives in `gnmt_tf` (not `export`): translating needs no TensorFlow and
+none of the exporter, only NumPy, SentencePiece and LiteRT.
+
 `TFLiteTranslator` needs only the files `export.tflite.export_tflite` writes
 (the `.tflite`, `spm.model` and `model.json`): it tokenises with
 `sentencepiece`, checks the task arguments against the `TaskInput`s in
