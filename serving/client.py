@@ -269,15 +269,25 @@ class TranslationClient:
                 f"{failed[0].error}", results, failed[0].code)
         return [r.translation for r in results]
 
-    def translate_document(self, text: str, joiner: str = " ") -> str:
+    def translate_document(self, text: str, joiner: str = " ",
+                           language: Optional[str] = None) -> str:
         """Translate a document: lines are paragraphs, split into sentences,
         translated (each distinct sentence once) and joined back with `joiner`;
         line breaks are kept.
 
+        Args:
+          text: str. The document.
+          joiner: str. Put between a paragraph's translated sentences.
+          language: str or None. The source language's code, for sentence
+            splitting (see `serving.sentence_splitting`); default: the
+            `src_lang` task input, else "en".
+
         Raises:
           PartialTranslationError: as `translate`.
         """
-        paragraphs = request_batching.split_document(text)
+        language = (language or self.task_inputs.get("src_lang")
+                    or request_batching.DEFAULT_LANGUAGE)
+        paragraphs = request_batching.split_document(text, language)
         flat = [s for p in paragraphs for s in p]
         translated = iter(self.translate(flat))
         return "\n".join(joiner.join(next(translated) for _ in p)
