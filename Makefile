@@ -1,4 +1,5 @@
-# gnmt-tf: `make test` and `make quickstart` create .venv when it is missing.
+# gnmt-tf: `make test` and `make quickstart` create .venv when it is missing,
+# with $(PYTHON) (Python 3.11 to 3.13; scripts/check_python.py checks).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,10 @@ QUICKSTART_DIR ?= runs/quickstart
 
 .PHONY: venv test test-all quickstart clean
 
+# scripts/check_python.py: say which Python is needed (setup.py's
+# PYTHON_REQUIRES) before creating the virtualenv with the wrong one.
 $(BIN)/gnmt-tf: requirements.txt setup.py
+	@test -x $(BIN)/python || $(PYTHON) scripts/check_python.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt
