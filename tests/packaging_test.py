@@ -161,3 +161,20 @@ def test_relative_links_of_the_docs_stay_inside_the_repository():
             assert path.is_relative_to(ROOT) and path.exists(), (
                 f"{page.name} links to {target}, which is not in the "
                 "repository")
+
+
+def test_make_quickstart_goes_on_without_a_data_directory(tmp_path):
+    """Without DATA_DIR it runs `gnmt-tf quickstart`, which downloads."""
+    def plan(data_dir):
+        result = subprocess.run(
+            ["make", "-n", "quickstart", f"VENV={tmp_path / 'venv'}",
+             f"DATA_DIR={data_dir}"], cwd=ROOT, capture_output=True,
+            text=True)
+        assert result.returncode == 0, result.stderr
+        return [l for l in result.stdout.splitlines()
+                if "gnmt-tf quickstart" in l or "exit 2" in l]
+
+    lines = plan("")
+    assert len(lines) == 1 and "--data-dir" not in lines[0], lines
+    lines = plan("/data/multi30k")
+    assert len(lines) == 1 and "--data-dir /data/multi30k" in lines[0], lines
