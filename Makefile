@@ -1,4 +1,5 @@
-# gnmt-tf: `make test` and `make quickstart` create .venv when it is missing.
+# gnmt-tf: `make test` and `make quickstart` create .venv when it is missing,
+# with $(PYTHON) (Python 3.11 to 3.13; scripts/check_python.py checks).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,10 @@ QUICKSTART_DIR ?= runs/quickstart
 
 .PHONY: venv test test-all quickstart clean
 
+# scripts/check_python.py: say which Python is needed (setup.py's
+# PYTHON_REQUIRES) before creating the virtualenv with the wrong one.
 $(BIN)/gnmt-tf: requirements.txt setup.py
+	@test -x $(BIN)/python || $(PYTHON) scripts/check_python.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt
@@ -26,9 +30,10 @@ test-all: venv
 
 # Train a vocabulary and a small GNMT on Multi30k en->de for $(MINUTES) minutes,
 # translate test_2016_flickr with beam search and score it.
+# Without DATA_DIR / GNMT_TF_DATA / ../shared/data/multi30k, gnmt-tf quickstart
+# downloads Multi30k into ~/.cache/gnmt_tf/multi30k (SHA-256 verified) first.
 quickstart: venv
-	@test -n "$(DATA_DIR)" || { echo "set GNMT_TF_DATA or DATA_DIR to the Multi30k directory (or run: $(BIN)/gnmt-tf data download multi30k)"; exit 2; }
-	$(BIN)/gnmt-tf quickstart --data-dir $(DATA_DIR) --model-dir $(QUICKSTART_DIR) --minutes $(MINUTES)
+	$(BIN)/gnmt-tf quickstart $(if $(DATA_DIR),--data-dir $(DATA_DIR)) --model-dir $(QUICKSTART_DIR) --minutes $(MINUTES)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -1,4 +1,10 @@
-"""gnmt-tf: one distribution with five packages and the `gnmt-tf` command."""
+"""gnmt-tf: one distribution with five packages and the `gnmt-tf` command.
+
+`INSTALL_REQUIRES` holds the ranges that a user's installation may resolve
+within; `requirements.txt` pins the exact versions CI tests (each inside its
+range: `tests/packaging_test.py` checks it). Python 3.11 to 3.13: TensorFlow
+2.21 has no wheels for 3.14, onnxruntime 1.32 (dev) none for 3.10.
+"""
 
 import pathlib
 
@@ -6,11 +12,25 @@ from setuptools import find_packages, setup
 
 HERE = pathlib.Path(__file__).parent
 
+PYTHON_REQUIRES = ">=3.11,<3.14"
 
-def _requirements():
-    lines = (HERE / "requirements.txt").read_text().splitlines()
-    return [l.strip() for l in lines if l.strip() and not l.startswith("#")]
-
+INSTALL_REQUIRES = [
+    # TensorFlow and its companions move together, one minor version at a
+    # time: tensorflow-text is built against one TensorFlow minor, tfmot
+    # needs Keras 2 (tf_keras), tensorflow-serving-api follows TensorFlow.
+    "tensorflow>=2.21.0,<2.22",
+    "tf-keras>=2.21.0,<2.22",
+    "tensorflow-text>=2.21.1,<2.22",
+    "tensorflow-serving-api>=2.21.0,<2.22",
+    "tensorflow-model-optimization>=0.8.1,<0.9",
+    "sacrebleu>=2.6.0,<3",
+    "sentencepiece>=0.2.1,<0.3",
+    "sentencex>=1.0.32,<2",  # serving.sentence_splitting
+    "scipy>=1.11,<2",  # alignment.placeholder_translation (Hungarian matching)
+    "numpy>=1.26,<3",
+    "grpcio>=1.60,<2",
+    "protobuf>=6.31.1,<8",  # the range TensorFlow 2.21 accepts
+]
 
 setup(
     name="gnmt-tf",
@@ -20,11 +40,11 @@ setup(
     long_description=(HERE / "README.md").read_text(encoding="utf-8")
     if (HERE / "README.md").exists() else "",
     long_description_content_type="text/markdown",
-    python_requires=">=3.10",
+    python_requires=PYTHON_REQUIRES,
     packages=find_packages(
         include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*"]),
     package_data={"export": ["allowed_ops.txt"]},
-    install_requires=_requirements(),
+    install_requires=INSTALL_REQUIRES,
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
     # reference of the task-space benchmark and its converter test;
     # matplotlib draws the benchmark plots; tf2onnx + onnxruntime make and

@@ -9,6 +9,12 @@ of our alignments against its alignments is reported, after
 grow-diag-final-and (the original `atools` when `--atools` is given, else ours
 for both).
 
+Without a binary, the conformance fixture `--reference-dir` (default
+../shared/data/fast_align_reference, the original's outputs and logs on the
+first 2,000 pairs of Multi30k en-de, see its README.md) gives the comparison
+instead: ours runs on the fixture's input, and its links and diagonal
+tensions are compared with the original's (`reference_fixture` in the JSON).
+
     python benchmarks/fast_align_bench.py --data-dir ../shared/data/multi30k \\
         [--original /tmp/fast_align_orig/fast_align] [--atools .../atools]
 
@@ -109,6 +115,42 @@ def _original(binary, atools, corpus, iterations, workdir):
     return directions, times
 
 
+def _fixture(reference_dir, iterations):
+    """Ours on the conformance fixture's input against the original's
+    alignments, grow-diag-final-and (atools) and logged tensions."""
+    reference_dir = pathlib.Path(reference_dir)
+    corpus = reference_dir / "multi30k_train_2k.tok.lc.en-de.txt"
+    directions, result = {}, {"dir": str(reference_dir),
+                              "f1_vs_original_by_direction": {},
+                              "tension_by_iteration": {}}
+    for name, reverse in (("forward", False), ("reverse", True)):
+        aligner = FastAlign(reverse=reverse, favor_diagonal=True,
+                            optimize_tension=True, variational_bayes=True,
+                            iterations=iterations)
+        directions[name] = aligner.fit_align(pharaoh.read_corpus(corpus))
+        original = list(pharaoh.read_alignments(
+            reference_dir / f"{name}.align"))
+        result["f1_vs_original_by_direction"][name] = _f1(directions[name],
+                                                          original)
+        log = (reference_dir / f"{name}.log").read_text()
+        result["tension_by_iteration"][name] = {
+            "ours": [h["tension"] for h in aligner.history_],
+            # The original logs a tension only where it re-estimates it.
+            "original": [4.0] + [float(t) for t in re.findall(
+                r"final tension: (\S+)", log)]}
+    sym = symmetrize.symmetrize_corpus(directions["forward"],
+                                       directions["reverse"],
+                                       "grow-diag-final-and")
+    original_sym = list(pharaoh.read_alignments(reference_dir / "gdfa.align"))
+    result.update({
+        "sentences": len(sym),
+        "f1_vs_original": _f1(sym, original_sym),
+        "identical_sentences_vs_original": sum(
+            set(a) == set(b) for a, b in zip(sym, original_sym)) / len(sym),
+    })
+    return result
+
+
 def _f1(ours, reference):
     matches = sum(len(set(a) & set(b)) for a, b in zip(ours, reference))
     predicted = sum(len(a) for a in ours)
@@ -135,6 +177,10 @@ def main(argv=None):
     parser.add_argument("--atools", default=None,
                         help="path of the original atools binary, for its "
                         "grow-diag-final-and")
+    parser.add_argument("--reference-dir", default=str(
+        REPO_ROOT.parent / "shared" / "data" / "fast_align_reference"),
+                        help="the original's outputs on 2,000 pairs "
+                        "(skipped if absent)")
     parser.add_argument("--output", default=str(
         REPO_ROOT / "benchmarks" / "results" / "fast_align.json"))
     args = parser.parse_args(argv)
@@ -166,7 +212,11 @@ def main(argv=None):
             "models_ours": models,
             "exact_tension_gradient": args.exact_tension_gradient,
             "links_per_sentence": sum(map(len, sym)) / size,
+            "reference_fixture": None,
         }
+        if pathlib.Path(args.reference_dir, "gdfa.align").exists():
+            result["reference_fixture"] = _fixture(args.reference_dir,
+                                                   args.iterations)
         if args.original:
             original, original_times = _original(
                 args.original, args.atools, corpus, args.iterations, workdir)
@@ -191,7 +241,9 @@ def main(argv=None):
             })
     output = pathlib.Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2) + "\n")
+    staging = output.with_suffix(".tmp")
+    staging.write_text(json.dumps(result, indent=2) + "\n")
+    os.replace(staging, output)
     print(json.dumps(result, indent=2))
 
 

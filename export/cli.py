@@ -99,7 +99,8 @@ def register(subparsers):
                           "task-space Transformer)")
     qat.add_argument("--out", required=True,
                      help="QAT model directory to write (or resume)")
-    qat.add_argument("--data-dir", help="training data (default $GNMT_TF_DATA)")
+    qat.add_argument("--data-dir", help="training data (default $GNMT_TF_DATA, "
+                     "else the Multi30k download cache)")
     qat.add_argument("--steps", type=int, default=1000,
                      help="fine-tuning steps")
     qat.add_argument("--minutes", type=float,

@@ -380,7 +380,8 @@ class TranslationModule(tf.Module):
         matches = tf.equal(sizes, beam_size)
         check = tf.debugging.Assert(
             tf.reduce_any(matches),
-            ["beam_size must be one of", sizes, "got", beam_size])
+            ["beam_size must be one of", sizes, "got", beam_size],
+            summarize=len(self.beam_sizes))  # name every size, not "1 2 4..."
         with tf.control_dependencies([check]):
             index = tf.argmax(tf.cast(matches, tf.int32), output_type=tf.int32)
 

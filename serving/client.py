@@ -9,6 +9,9 @@ The served signature maps `text` (`DT_STRING [None]`) to `translations`
 (`DT_STRING [None]`) and optionally `scores` (`DT_FLOAT [None]`). Task-space
 exports also take `src_lang`, `tgt_lang` and `tags` (`DT_STRING [None]`, one
 entry per row): give them as `task_inputs` and every request carries them.
+Search options (`beam_size`, `length_penalty`, `coverage_penalty` scalars)
+go to the export's `translate_with_options` signature: give them as
+`search_options` (see `export.savedmodel`).
 
 Example:
 
@@ -29,6 +32,7 @@ import time
 from typing import List, Mapping, Optional, Sequence
 
 import grpc
+import numpy as np
 
 from serving import request_batching
 from serving import tensor_codec
@@ -41,6 +45,10 @@ from serving.protos import prediction_service_pb2_grpc
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE,
                              grpc.StatusCode.RESOURCE_EXHAUSTED})
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+# The scalar inputs of an export's `translate_with_options` signature.
+SEARCH_SIGNATURE = "translate_with_options"
+SEARCH_OPTION_TYPES = {"beam_size": np.int32, "length_penalty": np.float32,
+                       "coverage_penalty": np.float32}
 
 
 class TranslationError(RuntimeError):
@@ -90,7 +98,8 @@ class TranslationClient:
     Args:
       target: str. "host:port" of the server.
       model_name: str. The served model's name.
-      signature: str. Signature to call.
+      signature: str or None. Signature to call; None = "serving_default",
+        or "translate_with_options" when `search_options` are given.
       version: int or None. Model version; None = the server's default (latest).
       timeout: float. Deadline of each RPC attempt, in seconds.
       max_retries: int. Retries of an RPC on UNAVAILABLE / RESOURCE_EXHAUSTED.
@@ -107,10 +116,15 @@ class TranslationClient:
       task_inputs: `{input key: str}` sent with every sentence as extra
         string inputs, e.g. `{"src_lang": "en", "tgt_lang": "fr",
         "tags": "caption"}` for a task-space export (`tags` may be "").
+      search_options: `{"beam_size": int, "length_penalty": float,
+        "coverage_penalty": float}` sent as scalars with every request, for
+        an export's `translate_with_options` (whose beam sizes are fixed at
+        export time: others fail with INVALID_ARGUMENT; see
+        `check_request_inputs`).
     """
 
     def __init__(self, target: str, model_name: str,
-                 signature: str = "serving_default",
+                 signature: Optional[str] = None,
                  version: Optional[int] = None, timeout: float = 30.0,
                  max_retries: int = 3, *, input_key: str = "text",
                  output_key: str = "translations", score_key: str = "scores",
@@ -119,7 +133,8 @@ class TranslationClient:
                  backoff_s: float = 0.1, max_backoff_s: float = 5.0,
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  channel: Optional[grpc.Channel] = None,
-                 task_inputs: Optional[Mapping[str, str]] = None):
+                 task_inputs: Optional[Mapping[str, str]] = None,
+                 search_options: Optional[Mapping[str, float]] = None):
         if timeout <= 0 or max_retries < 0 or max_in_flight < 1:
             raise ValueError("need timeout > 0, max_retries >= 0, "
                              "max_in_flight >= 1")
@@ -129,9 +144,11 @@ class TranslationClient:
             if key == input_key or not isinstance(value, str):
                 raise ValueError(f"task input {key!r} must be a str input "
                                  f"other than {input_key!r}; got {value!r}")
+        self.search_options = _check_search_options(search_options)
         self.target = target
         self.model_name = model_name
-        self.signature = signature
+        self.signature = signature or (SEARCH_SIGNATURE if self.search_options
+                                       else "serving_default")
         self.version = version
         self.timeout = timeout
         self.max_retries = max_retries
@@ -204,6 +221,8 @@ class TranslationClient:
         for key, value in self.task_inputs.items():
             request.inputs[key].CopyFrom(
                 tensor_codec.string_tensor([value] * len(sentences)))
+        for key, value in self.search_options.items():
+            request.inputs[key].CopyFrom(tensor_codec.make_tensor(value))
         response = self._call(self._predict.Predict, request)
         if self.output_key not in response.outputs:
             raise TranslationError(
@@ -237,6 +256,17 @@ class TranslationClient:
                                   model_version=version)
                 for i, (s, t) in enumerate(zip(sentences, translations))]
 
+    def check_request_inputs(self, probe: str = "a"):
+        """Sends one request for `probe` with the client's task inputs and
+        search options, so that a server refusing them (an unknown language,
+        a beam size the export was not compiled for, a missing signature)
+        fails once, before a batch of sentences does.
+
+        Raises:
+          TranslationError: the request failed (after retries).
+        """
+        self.predict([probe])
+
     # --- public API -----------------------------------------------------
 
     def translate_detailed(self, sentences: Sequence[str]
@@ -269,15 +299,25 @@ class TranslationClient:
                 f"{failed[0].error}", results, failed[0].code)
         return [r.translation for r in results]
 
-    def translate_document(self, text: str, joiner: str = " ") -> str:
+    def translate_document(self, text: str, joiner: str = " ",
+                           language: Optional[str] = None) -> str:
         """Translate a document: lines are paragraphs, split into sentences,
         translated (each distinct sentence once) and joined back with `joiner`;
         line breaks are kept.
 
+        Args:
+          text: str. The document.
+          joiner: str. Put between a paragraph's translated sentences.
+          language: str or None. The source language's code, for sentence
+            splitting (see `serving.sentence_splitting`); default: the
+            `src_lang` task input, else "en".
+
         Raises:
           PartialTranslationError: as `translate`.
         """
-        paragraphs = request_batching.split_document(text)
+        language = (language or self.task_inputs.get("src_lang")
+                    or request_batching.DEFAULT_LANGUAGE)
+        paragraphs = request_batching.split_document(text, language)
         flat = [s for p in paragraphs for s in p]
         translated = iter(self.translate(flat))
         return "\n".join(joiner.join(next(translated) for _ in p)
@@ -338,19 +378,43 @@ class TranslationClient:
                            f"available after {timeout} s (last error: {last})")
 
 
+def _check_search_options(options) -> dict:
+    """`{key: numpy scalar}` of `SEARCH_OPTION_TYPES` (all three keys, or
+    none) from `options`; raises ValueError naming the problem."""
+    if not options:
+        return {}
+    missing = sorted(set(SEARCH_OPTION_TYPES) - set(options))
+    unknown = sorted(set(options) - set(SEARCH_OPTION_TYPES))
+    if missing or unknown:
+        raise ValueError(f"search_options need exactly "
+                         f"{sorted(SEARCH_OPTION_TYPES)}; missing {missing}, "
+                         f"unknown {unknown}")
+    if int(options["beam_size"]) < 1:
+        raise ValueError(f"beam_size must be >= 1, got {options['beam_size']}")
+    return {key: np.asarray(options[key], dtype=dtype)
+            for key, dtype in SEARCH_OPTION_TYPES.items()}
+
+
 def translate_lines(target: str, model_name: str, lines: Sequence[str],
                     **client_kwargs) -> List[str]:
     """Translate lines (one sentence a line, trailing newlines dropped) through
     a server; for `gnmt-tf translate --server`. Blank lines stay blank.
 
+    With `search_options`, one probe request (`check_request_inputs`) goes
+    first, so that options the server refuses fail the call once.
+
     Args:
       target: "host:port".
       model_name: served model name.
       lines: input lines.
-      **client_kwargs: passed to `TranslationClient`.
+      **client_kwargs: passed to `TranslationClient` (e.g. `task_inputs`,
+        `search_options`).
 
     Raises:
+      TranslationError: the probe request failed.
       PartialTranslationError: some lines failed (see `TranslationClient`).
     """
     with TranslationClient(target, model_name, **client_kwargs) as client:
+        if client.search_options:
+            client.check_request_inputs()
         return client.translate([line.rstrip("\r\n") for line in lines])

@@ -1,61 +1,26 @@
 """Client-side request batching, after Ctrip's MT platform (2020).
 
-A document becomes sentences; duplicates are sent once; the unique sentences
-are sorted by length so that each request holds sentences of similar length
-(less padding in the model's batch); requests are packed up to `max_sentences`
-sentences and `max_units` characters (or whitespace tokens); a bounded number
-of requests run at once; results are put back in input order.
+A document becomes sentences (`serving.sentence_splitting`, re-exported here
+as `split_sentences` / `split_document`); duplicates are sent once; the unique
+sentences are sorted by length so that each request holds sentences of similar
+length (less padding in the model's batch); requests are packed up to
+`max_sentences` sentences and `max_units` characters (or whitespace tokens); a
+bounded number of requests run at once; results are put back in input order.
 
     plan = plan_requests(sentences, max_sentences=32, max_units=2000)
     unique_results = execute_plan(plan, send_fn, max_in_flight=4)
     results = plan.reassemble(unique_results)
 
-Pure Python: no gRPC, no TensorFlow.
+No gRPC, no TensorFlow.
 """
 
 import concurrent.futures
 import dataclasses
-import re
 from typing import Callable, List, Sequence
 
-# Sentence end: . ! ? … (and CJK 。！？) plus closing quotes/brackets.
-_SENTENCE_END = re.compile(
-    r"""(?:[.!?…]+["'”’)\]»]*(?=\s)|[。！？]+["'”’」』）)]*)""")
-_ABBREVIATIONS = frozenset("""
-    mr mrs ms dr prof sr jr st vs etc e.g i.e no fig eq al approx dept inc ltd
-    co corp jan feb mar apr jun jul aug sep sept oct nov dec
-""".split())
-
-
-def split_sentences(text: str) -> List[str]:
-    """Split one paragraph into sentences (rule-based, whitespace-trimmed).
-
-    Splits after `.`, `!`, `?`, `…` followed by whitespace and after CJK
-    `。！？`. A period after a single letter ("J. Smith"), a number ("3. Juli")
-    or an abbreviation ("Dr.", "e.g.", "p.m.") does not end a sentence.
-    """
-    sentences, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        end = match.end()
-        if match.group(0).startswith("."):
-            words = text[start:match.start()].split()
-            last = words[-1].lower().rstrip(".") if words else ""
-            if (len(last) == 1 or last.isdigit() or "." in last
-                    or last in _ABBREVIATIONS):
-                continue
-        piece = text[start:end].strip()
-        if piece:
-            sentences.append(piece)
-        start = end
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
-
-
-def split_document(text: str) -> List[List[str]]:
-    """Paragraphs (separated by newlines) of sentences; empty lines kept as []."""
-    return [split_sentences(line) for line in text.split("\n")]
+from serving.sentence_splitting import DEFAULT_LANGUAGE  # noqa: F401
+from serving.sentence_splitting import split_document  # noqa: F401
+from serving.sentence_splitting import split_sentences  # noqa: F401
 
 
 def length_in(unit: str) -> Callable[[str], int]:

@@ -81,7 +81,8 @@ def register(subparsers):
                             "transformer_base")
     train.add_argument("--model-dir", required=True)
     train.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
-                       help="Multi30k directory (default $GNMT_TF_DATA)")
+                       help="Multi30k directory (default $GNMT_TF_DATA, else "
+                            "the download cache)")
     add_train_arguments(train)
     train.add_argument("--set", dest="overrides", action="append",
                        default=[], metavar="KEY=VALUE",
@@ -113,7 +114,8 @@ def register(subparsers):
                          "direction (and WMT22 domain)")
     evaluate.add_argument("--model", required=True)
     evaluate.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
-                          help="Multi30k directory (default $GNMT_TF_DATA)")
+                          help="Multi30k directory (default $GNMT_TF_DATA, "
+                               "else the download cache)")
     evaluate.add_argument("--split", default="test_2016_flickr")
     evaluate.add_argument(
         "--directions", default=None,

@@ -8,17 +8,24 @@ def register(subparsers):
     sub.required = True
     download = sub.add_parser("download", help="download a corpus")
     download.add_argument("corpus", choices=["multi30k"])
-    download.add_argument("--cache-dir", help="default: ~/.cache/gnmt_tf")
+    download.add_argument(
+        "--cache-dir",
+        help="default: $XDG_CACHE_HOME/gnmt_tf, else ~/.cache/gnmt_tf")
     download.add_argument(
         "--url-template", default=None,
-        help="URL with {name} for each file (default: the public Multi30k URLs)")
+        help="URL with {name} for each file (default: $GNMT_TF_MULTI30K_URL, "
+             "else the public Multi30k URLs)")
     download.set_defaults(func=run)
 
 
 def run(args):
+    from gnmt_tf.cli.errors import UsageError
     from gnmt_tf.data import download
 
-    template = args.url_template or download.MULTI30K_URL
-    path = download.download_multi30k(args.cache_dir, url_template=template)
+    try:
+        path = download.download_multi30k(args.cache_dir,
+                                          url_template=args.url_template)
+    except download.DownloadError as e:
+        raise UsageError(str(e)) from None
     print(path)
     return 0

@@ -11,14 +11,14 @@ import argparse
 import importlib
 import sys
 
+from gnmt_tf.cli.errors import UsageError
+
 CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
                  "gnmt_tf.cli.translate", "gnmt_tf.cli.evaluate",
                  "gnmt_tf.cli.quickstart")
 PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "serving.cli", "task_space.cli")
 
-
-class UsageError(Exception):
-    """A user error: printed as one line, exit code 2, no traceback."""
+__all__ = ["UsageError", "build_parser", "main"]
 
 
 def build_parser():

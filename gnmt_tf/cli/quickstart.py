@@ -1,6 +1,11 @@
-"""`gnmt-tf quickstart`: the main job end to end on Multi30k en->de."""
+"""`gnmt-tf quickstart`: the main job end to end on Multi30k en->de.
+
+Without `--data-dir` or `$GNMT_TF_DATA` it uses the Multi30k download cache,
+downloading the corpus there first (SHA-256 verified) when it is not there yet.
+"""
 
 import os
+import sys
 
 
 def register(subparsers):
@@ -15,7 +20,41 @@ def register(subparsers):
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--show", type=int, default=5,
                         help="translations to print")
+    parser.add_argument(
+        "--no-download", dest="download", action="store_false",
+        help="fail instead of downloading Multi30k when no data directory "
+             "is given and the download cache is empty")
     parser.set_defaults(func=run)
+
+
+def quickstart_data(data_dir=None, download=True, progress=sys.stderr):
+    """The Multi30k directory to use: `data_dir`, `$GNMT_TF_DATA` or the
+    download cache (see `gnmt_tf.data.corpus.resolve_data_dir`); when none
+    is given and the cache is incomplete, downloads Multi30k into the cache
+    first (if `download`).
+
+    Raises:
+      UsageError: the download failed.
+      FileNotFoundError: a given directory is missing, or no data and
+        `download` is False.
+    """
+    from gnmt_tf.cli.errors import UsageError
+    from gnmt_tf.data import corpus
+    from gnmt_tf.data import download as downloads
+
+    if (data_dir or os.environ.get(corpus.ENV_DATA_DIR) or not download
+            or downloads.cached_multi30k() is not None):
+        return corpus.resolve_data_dir(data_dir)
+    cache = downloads.multi30k_cache()
+    if progress:
+        print(f"[0/3] downloading Multi30k into {cache}", file=progress,
+              flush=True)
+    try:
+        return downloads.download_multi30k(progress=progress)
+    except downloads.DownloadError as e:
+        raise UsageError(f"{e} (pass --data-dir or set "
+                         f"{corpus.ENV_DATA_DIR} to use a local copy)") \
+            from None
 
 
 def run(args):
@@ -27,7 +66,7 @@ def run(args):
     from gnmt_tf.training.trainer import train_gnmt
     from gnmt_tf.translator import SearchOptions, Translator
 
-    data_dir = corpus.resolve_data_dir(args.data_dir)
+    data_dir = quickstart_data(args.data_dir, args.download)
     model_config, train_config = get_preset(args.preset)
     train_config = apply_overrides(train_config, [f"max_minutes={args.minutes}"])
     print(f"[1/3] training {args.preset} en->de for up to {args.minutes} min "

@@ -13,7 +13,8 @@ def register(subparsers):
                         help="config, vocabulary and checkpoints go here; "
                              "an existing one is resumed")
     parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
-                        help="directory with train.<lang>[.gz] (default $GNMT_TF_DATA)")
+                        help="directory with train.<lang>[.gz] (default "
+                             "$GNMT_TF_DATA, else the Multi30k download cache)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
     parser.add_argument("--set", dest="overrides", action="append", default=[],

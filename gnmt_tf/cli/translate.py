@@ -9,32 +9,88 @@ by `gnmt_tf.tflite_translator`); task-space models take ``--src-lang``,
 import sys
 
 
+# Search flag -> (`SearchOptions` field, default). The flags default to None
+# so that `--server` can tell which ones were given.
+_SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6),
+                 "beta": ("coverage_penalty", 0.0),
+                 "beam_width": ("beam_width", None),
+                 "early_stopping": ("early_stopping", "gnmt"),
+                 "n_best": ("num_hypotheses", 1)}
+
+
 def add_search_arguments(parser):
-    parser.add_argument("--beam-size", type=int, default=5,
-                        help="1 = greedy search")
-    parser.add_argument("--alpha", type=float, default=0.6,
-                        help="GNMT length-normalisation exponent")
-    parser.add_argument("--beta", type=float, default=0.0,
-                        help="GNMT coverage-penalty weight")
+    """Adds the search flags (`search_options` reads them)."""
+    parser.add_argument("--beam-size", type=int, default=None,
+                        help="1 = greedy search (default 5)")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="GNMT length-normalisation exponent (default 0.6)")
+    parser.add_argument("--beta", type=float, default=None,
+                        help="GNMT coverage-penalty weight (default 0)")
     parser.add_argument("--beam-width", type=float, default=None,
                         help="GNMT pruning: drop candidates this far below the best")
-    parser.add_argument("--early-stopping", default="gnmt",
-                        choices=["gnmt", "exact", "none"])
-    parser.add_argument("--n-best", type=int, default=1,
-                        help="print N hypotheses per input as 'i ||| text ||| score'")
+    parser.add_argument("--early-stopping", default=None,
+                        choices=["gnmt", "exact", "none"],
+                        help="default gnmt")
+    parser.add_argument("--n-best", type=int, default=None,
+                        help="print N hypotheses per input as 'i ||| text ||| "
+                             "score' (default 1)")
+
+
+def given_search_flags(args) -> dict:
+    """`{flag dest: value}` of the search flags given on the command line."""
+    return {dest: getattr(args, dest) for dest in _SEARCH_FLAGS
+            if getattr(args, dest, None) is not None}
 
 
 def search_options(args):
+    """`SearchOptions` from the search flags (defaults for those not given).
+
+    Raises:
+      ValueError: a bad beam size or n-best size.
+    """
     from gnmt_tf.translator import SearchOptions
 
-    if args.beam_size < 1:
+    values = {dest: default for dest, (_, default) in _SEARCH_FLAGS.items()}
+    values.update(given_search_flags(args))
+    if values["beam_size"] < 1:
         raise ValueError("--beam-size must be >= 1")
-    if not 1 <= args.n_best <= args.beam_size:
+    if not 1 <= values["n_best"] <= values["beam_size"]:
         raise ValueError("--n-best must be between 1 and --beam-size")
-    return SearchOptions(beam_size=args.beam_size, length_penalty=args.alpha,
-                         coverage_penalty=args.beta, beam_width=args.beam_width,
-                         num_hypotheses=args.n_best,
-                         early_stopping=args.early_stopping)
+    return SearchOptions(**{field: values[dest]
+                            for dest, (field, _) in _SEARCH_FLAGS.items()})
+
+
+def served_search_options(args):
+    """The `search_options` of `serving.client.TranslationClient` for the
+    search flags given with `--server`, or None when none are given (the
+    export's `serving_default` then searches with its own options).
+
+    An export's `translate_with_options` takes the beam size, alpha and beta
+    (defaults for those not given); it returns one translation per sentence
+    and keeps the export's pruning and early stopping, so `--n-best` > 1,
+    `--beam-width` and `--early-stopping` are refused.
+
+    Raises:
+      ValueError: a flag that a server cannot honour, or a bad value.
+    """
+    given = given_search_flags(args)
+    if not given:
+        return None
+    options = search_options(args)  # validates the values
+    refused = [f"--{dest.replace('_', '-')}" for dest in
+               ("beam_width", "early_stopping") if dest in given]
+    if options.num_hypotheses > 1:
+        refused.insert(0, "--n-best > 1")
+    if refused:
+        raise ValueError(
+            f"{', '.join(refused)} cannot be used with --server: the "
+            "export's translate_with_options signature takes only "
+            "--beam-size, --alpha and --beta and returns one translation "
+            "per sentence (export with these options instead, or translate "
+            "with --model)")
+    return {"beam_size": options.beam_size,
+            "length_penalty": options.length_penalty,
+            "coverage_penalty": options.coverage_penalty}
 
 
 def register(subparsers):
@@ -111,15 +167,30 @@ def served_task_inputs(args):
     return inputs
 
 
+def _one_line(message):
+    """A server error on one line: the code and TensorFlow's "assertion
+    failed: ..." line when there is one, else all of it, whitespace
+    collapsed."""
+    code = message.split(":", 1)[0]
+    for line in message.splitlines():
+        if "assertion failed:" in line:
+            return f"{code}: {line.strip()}"
+    return " ".join(message.split())
+
+
 def _translate_through_server(args):
     """Translates via gRPC; failed lines come out empty and are listed on
-    stderr (exit code 1), the others are kept."""
-    from serving.client import PartialTranslationError, translate_lines
+    stderr (exit code 1), the others are kept. Search flags go to the
+    export's `translate_with_options` (see `served_search_options`)."""
+    from serving.client import PartialTranslationError, TranslationError
+    from serving.client import translate_lines
 
+    options = served_search_options(args)
     try:
         lines = translate_lines(args.server, args.model_name,
                                 read_input(args.input),
-                                task_inputs=served_task_inputs(args))
+                                task_inputs=served_task_inputs(args),
+                                search_options=options)
         status = 0
     except PartialTranslationError as e:
         lines, status = [], 1
@@ -127,6 +198,12 @@ def _translate_through_server(args):
             lines.append(result.translation or "")
             if result.error:
                 print(f"line {number}: {result.error}", file=sys.stderr)
+    except TranslationError as e:  # the probe request of the search options
+        flags = (f"--beam-size {options['beam_size']} --alpha "
+                 f"{options['length_penalty']} --beta "
+                 f"{options['coverage_penalty']}")
+        raise ValueError(f"{args.server} refused {flags}: "
+                         f"{_one_line(str(e))}") from None
     write_output(lines, args.output)
     return status
 

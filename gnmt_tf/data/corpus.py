@@ -8,15 +8,25 @@ ENV_DATA_DIR = "GNMT_TF_DATA"
 
 
 def resolve_data_dir(data_dir=None) -> pathlib.Path:
-    """Returns `data_dir`, or `$GNMT_TF_DATA`, checking that it exists.
+    """Returns `data_dir`, else `$GNMT_TF_DATA`, else the Multi30k download
+    cache (`gnmt-tf data download multi30k`, when complete), checking that
+    the directory exists.
 
     Raises:
-      FileNotFoundError: neither is given, or the directory is missing.
+      FileNotFoundError: none of them is there, or the directory given is
+        missing.
     """
+    from gnmt_tf.data import download
+
     value = data_dir or os.environ.get(ENV_DATA_DIR)
     if not value:
-        raise FileNotFoundError(
-            f"no data directory: pass --data-dir or set {ENV_DATA_DIR}")
+        cached = download.cached_multi30k()
+        if cached is None:
+            raise FileNotFoundError(
+                f"no data directory: pass --data-dir, set {ENV_DATA_DIR}, or "
+                "run `gnmt-tf data download multi30k` (into "
+                f"{download.multi30k_cache()})")
+        return cached
     path = pathlib.Path(value)
     if not path.is_dir():
         raise FileNotFoundError(f"data directory {path} does not exist")

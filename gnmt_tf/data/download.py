@@ -1,18 +1,24 @@
 """Fetching public corpora into a local cache, verified by SHA-256.
 
-Only `gnmt-tf data download` calls this; nothing downloads at import or test time.
+Only `gnmt-tf data download` and `gnmt-tf quickstart` call this; nothing
+downloads at import or test time. The cache is `$XDG_CACHE_HOME/gnmt_tf`
+(default `~/.cache/gnmt_tf`); `$GNMT_TF_MULTI30K_URL` replaces the default
+URL template (e.g. to use a mirror).
 """
 
 import hashlib
+import http.client
 import os
 import pathlib
 import shutil
 import sys
 import tempfile
+import urllib.error
 import urllib.request
 
 MULTI30K_URL = ("https://raw.githubusercontent.com/multi30k/dataset/master/"
                 "data/task1/raw/{name}")
+ENV_MULTI30K_URL = "GNMT_TF_MULTI30K_URL"
 
 # SHA-256 of the Multi30k Task 1 raw files (multi30k/dataset, data/task1/raw).
 MULTI30K_SHA256 = {
@@ -49,7 +55,12 @@ MULTI30K_SHA256 = {
 }
 
 
+class DownloadError(RuntimeError):
+    """A file could not be fetched (network, HTTP or checksum failure)."""
+
+
 def default_cache_dir() -> pathlib.Path:
+    """`$XDG_CACHE_HOME/gnmt_tf`, or `~/.cache/gnmt_tf`."""
     base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
     return pathlib.Path(base) / "gnmt_tf"
 
@@ -72,39 +83,120 @@ def parse_sha256sums(text: str) -> dict:
     return sums
 
 
-def fetch_verified(url: str, destination, sha256: str, progress=sys.stderr):
+def _reason(error) -> str:
+    """A short description of a network error (no traceback material)."""
+    reason = getattr(error, "reason", None)
+    if isinstance(error, urllib.error.HTTPError):
+        return f"HTTP {error.code} {error.reason}"
+    if reason is not None:
+        return str(reason)
+    return str(error) or type(error).__name__
+
+
+def fetch_verified(url: str, destination, sha256: str, progress=sys.stderr,
+                   timeout: float = 60.0):
     """Downloads `url` to `destination` unless a verified copy is there.
 
-    The file is written to a temporary name and moved into place only after its
-    SHA-256 matches, so an interrupted or corrupted download leaves nothing
-    behind.
+    The file is written to a temporary `.part` name and moved into place only
+    after its SHA-256 matches, so a failed, interrupted or corrupted download
+    leaves nothing behind.
 
     Raises:
-      ValueError: the downloaded file's checksum does not match.
+      DownloadError: the server cannot be reached, answers with an HTTP error,
+        the transfer breaks off, or the file's checksum does not match.
     """
     destination = pathlib.Path(destination)
     if destination.exists() and sha256_of(destination) == sha256:
         return destination
-    destination.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise DownloadError(f"cannot create {destination.parent}: "
+                            f"{e.strerror or e}") from None
     if progress:
         print(f"downloading {url}", file=progress)
-    with tempfile.NamedTemporaryFile(
-            dir=destination.parent, delete=False, suffix=".part") as tmp:
-        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310
-            shutil.copyfileobj(response, tmp)
-    actual = sha256_of(tmp.name)
-    if actual != sha256:
-        os.unlink(tmp.name)
-        raise ValueError(
-            f"checksum mismatch for {url}: expected {sha256}, got {actual}")
-    os.replace(tmp.name, destination)
+    tmp = tempfile.NamedTemporaryFile(dir=destination.parent, delete=False,
+                                      prefix=destination.name + ".",
+                                      suffix=".part")
+    try:
+        with tmp:
+            with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+                shutil.copyfileobj(response, tmp)
+                missing = getattr(response, "length", None)  # HTTP only
+        if missing:
+            raise DownloadError(f"cannot download {url}: the connection "
+                                f"closed {missing} bytes short")
+        actual = sha256_of(tmp.name)
+        if actual != sha256:
+            raise DownloadError(f"checksum mismatch for {url}: expected "
+                                f"{sha256}, got {actual}")
+        os.replace(tmp.name, destination)
+    except BaseException as e:  # KeyboardInterrupt too: leave no .part
+        _remove(tmp.name)
+        if isinstance(e, (OSError, http.client.HTTPException, ValueError)):
+            raise DownloadError(f"cannot download {url}: {_reason(e)}") \
+                from None
+        raise
     return destination
 
 
-def download_multi30k(cache_dir=None, sums=None, url_template=MULTI30K_URL):
-    """Downloads every Multi30k file listed in `sums` ({name: sha256})."""
-    cache = pathlib.Path(cache_dir or default_cache_dir()) / "multi30k"
+def _remove(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def multi30k_url_template() -> str:
+    """`$GNMT_TF_MULTI30K_URL` (a URL with `{name}`), or `MULTI30K_URL`."""
+    return os.environ.get(ENV_MULTI30K_URL) or MULTI30K_URL
+
+
+def multi30k_cache(cache_dir=None) -> pathlib.Path:
+    """Where `download_multi30k` puts the files: `<cache>/multi30k`."""
+    return pathlib.Path(cache_dir or default_cache_dir()) / "multi30k"
+
+
+def cached_multi30k(cache_dir=None):
+    """The cached Multi30k directory if every file has been downloaded
+    (files only appear there once verified), else None."""
+    cache = multi30k_cache(cache_dir)
+    if all((cache / name).is_file() for name in MULTI30K_SHA256):
+        return cache
+    return None
+
+
+def download_multi30k(cache_dir=None, sums=None, url_template=None,
+                      progress=sys.stderr):
+    """Downloads every Multi30k file listed in `sums` ({name: sha256}) into
+    `<cache_dir>/multi30k` and returns that directory.
+
+    Files already there and verified are kept; a failure leaves the
+    verified files fetched so far (the next call resumes) and nothing else,
+    and removes the directory if it is left empty.
+
+    Args:
+      cache_dir: default `default_cache_dir()`.
+      sums: default `MULTI30K_SHA256` (all 15 files of Task 1).
+      url_template: URL with `{name}`; default `multi30k_url_template()`.
+      progress: stream for "downloading URL" lines, or None.
+
+    Raises:
+      DownloadError: see `fetch_verified`.
+    """
+    cache = multi30k_cache(cache_dir)
+    existed = cache.exists()
     sums = sums or MULTI30K_SHA256
-    for name, digest in sorted(sums.items()):
-        fetch_verified(url_template.format(name=name), cache / name, digest)
+    template = url_template or multi30k_url_template()
+    try:
+        for name, digest in sorted(sums.items()):
+            fetch_verified(template.format(name=name), cache / name, digest,
+                           progress=progress)
+    except BaseException:
+        if not existed:
+            try:
+                cache.rmdir()  # only succeeds when nothing was fetched
+            except OSError:
+                pass
+        raise
     return cache

@@ -23,6 +23,11 @@ def _reference(pairs, reverse=False, favor_diagonal=False, iterations=5,
     def z(i, m, n, lam):  # the reference's closed form (tested below)
         return float(fast_align._compute_z(i, m, n, lam))
 
+    def dlogz(i, m, n, lam):  # da.h: ComputeZ's arguments swapped (#11)
+        total = sum(feature(i, j, m, n) * math.exp(feature(i, j, m, n) * lam)
+                    for j in range(1, n + 1))
+        return total / z(i, n, m, lam)
+
     table, counts, final_lam = {}, {}, tension
     sizes = {}
     toks = 0
@@ -68,9 +73,9 @@ def _reference(pairs, reverse=False, favor_diagonal=False, iterations=5,
         if favor_diagonal and optimize_tension and it > 0:
             emp /= toks
             for _ in range(8):
-                mod = sum(
-                    c * float(fast_align._compute_dlogz(j, m, n, final_lam))
-                    for (m, n), c in sizes.items() for j in range(1, m + 1))
+                mod = sum(c * dlogz(j, m, n, final_lam)
+                          for (m, n), c in sizes.items()
+                          for j in range(1, m + 1))
                 final_lam += (emp - mod / toks) * 20.0
                 final_lam = min(max(final_lam, 0.1), 14.0)
         rows = {}
@@ -86,12 +91,13 @@ def _reference(pairs, reverse=False, favor_diagonal=False, iterations=5,
     return out, final_lam
 
 
-def _random_corpus(seed, size=40):
+def _random_corpus(seed, size=40, lengths=(1, 7)):
     rng = random.Random(seed)
     lexicon = {f"s{k}": f"t{k}" for k in range(12)}
     pairs = []
     for _ in range(size):
-        words = [rng.choice(sorted(lexicon)) for _ in range(rng.randint(1, 7))]
+        words = [rng.choice(sorted(lexicon))
+                 for _ in range(rng.randint(*lengths))]
         target = [lexicon[w] for w in words]
         if rng.random() < 0.5 and len(target) > 1:
             k = rng.randrange(len(target) - 1)
@@ -121,9 +127,14 @@ def test_toy_corpus_learns_the_lexicon():
     {"variational_bayes": True, "alpha": 0.5, "iterations": 3},
     {"use_null": False, "favor_diagonal": True, "iterations": 4},
     {"iterations": 1, "favor_diagonal": True},
+    # Longer sentences: the tension rises (to 8.97) instead of falling to 0.1.
+    {"favor_diagonal": True, "optimize_tension": True, "iterations": 6,
+     "variational_bayes": True, "lengths": (8, 20)},
 ])
 def test_matches_loop_reference(options):
-    pairs = _random_corpus(seed=len(options))
+    options = dict(options)
+    pairs = _random_corpus(seed=len(options),
+                           lengths=options.pop("lengths", (1, 7)))
     expected, expected_tension = _reference(pairs, **options)
     kwargs = dict(options)
     kwargs["use_null_word"] = kwargs.pop("use_null", True)
@@ -139,7 +150,8 @@ def test_exact_tension_gradient_follows_the_data():
                  " ".join(f"t{k + d}" for d in range(4))) for k in range(30)]
     exact = FastAlign(exact_tension_gradient=True, iterations=6).fit(monotone)
     assert exact.tension_ > 4.0
-    # The reference arithmetic pushes the tension down on the same data.
+    # The reference scores a link by the 0-based target position, so on
+    # four-word sentences even the diagonal scores -1/4 and the tension falls.
     assert FastAlign(iterations=6).fit(monotone).tension_ < 4.0
 
 
@@ -188,6 +200,22 @@ def test_digamma_and_normaliser():
         assert float(z) == pytest.approx(direct)
 
 
+@pytest.mark.parametrize("m, n", [(1, 1), (3, 3), (7, 7), (4, 9), (9, 4),
+                                  (12, 5)])
+def test_dlogz_is_the_reference_closed_form(m, n):
+    for i in range(1, m + 1):
+        for lam in (0.5, 4.0, 11.0):
+            feats = [-abs(j / n - i / m) for j in range(1, n + 1)]
+            weighted = sum(f * math.exp(f * lam) for f in feats)
+            dlogz = float(fast_align._compute_dlogz(i, m, n, lam))
+            swapped_z = float(fast_align._compute_z(i, n, m, lam))
+            assert dlogz * swapped_z == pytest.approx(weighted, rel=1e-9)
+            if m == n:  # then the swap is harmless: the prior's E[feature]
+                expected = weighted / sum(math.exp(f * lam) for f in feats)
+                assert dlogz == pytest.approx(expected, rel=1e-9)
+                assert dlogz <= 0.0
+
+
 def test_statistics_are_recorded():
     aligner = FastAlign().fit(_random_corpus(seed=3))
     history = aligner.history_
@@ -195,6 +223,11 @@ def test_statistics_are_recorded():
     assert history[-1]["log_likelihood"] > history[0]["log_likelihood"]
     assert 0.1 <= aligner.tension_ <= 14.0
     assert np.isfinite(aligner.mean_length_ratio_)
+    assert history[0]["tension_steps"] == []
+    for before, after in zip(history[1:], history[2:]):
+        steps = after["tension_steps"]
+        assert len(steps) == 8
+        assert steps[0][0] == before["tension"]
 
 
 def test_errors():

@@ -144,3 +144,38 @@ def test_nbest_outputs(tiny_model_dir, tmp_path, translator, settings):
         [h.text for h in hyps] for hyps in expected]
     assert [t.decode("utf-8") for t in out["translations"].numpy()] == [
         hyps[0].text for hyps in expected]
+
+
+def test_translate_cli_search_flags_through_the_local_server(
+        export_dir, fresh_process, settings, tmp_path, capsys):
+    """`gnmt-tf translate --server` sends its search flags to this export's
+    `translate_with_options`, and a beam size it lacks is one clear error."""
+    from gnmt_tf.cli.main import main
+    from serving.model_manager import ModelManager
+    from serving.server import ModelServer
+
+    sentences = settings.sentences
+    source = tmp_path / "in.txt"
+    source.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    out = tmp_path / "out.txt"
+    server = ModelServer(ModelManager({"tiny": str(export_dir.parent)},
+                                      poll_interval_s=0.0), port=0)
+    server.start()
+    try:
+        def translate(*flags):
+            return main(["translate", "--server", server.target,
+                         "--model_name", "tiny", "--input", str(source),
+                         "--output", str(out), *flags])
+
+        assert translate("--beam-size", "1", "--alpha", "0.0",
+                         "--beta", "0.0") == 0
+        greedy = fresh_process["with_options"]["1,0.0,0.0"]["translations"]
+        got = out.read_text(encoding="utf-8").splitlines()
+        assert got == [t if s.strip() else "" for s, t in zip(sentences,
+                                                              greedy)]
+        capsys.readouterr()
+        assert translate("--beam-size", "2") == 2
+        err = capsys.readouterr().err
+        assert "[beam_size must be one of] [1 3] [got] [2]" in err, err
+    finally:
+        server.stop(grace=2)

@@ -204,3 +204,19 @@ def test_translate_cli_sends_task_flags(task_server, tmp_path):
     args.tgt_lang = None
     with pytest.raises(ValueError, match="--tgt-lang"):
         _translate_through_server(args)
+
+
+def test_translate_document_splits_by_language(batching_server, task_server):
+    text = "Das Haus Nr. 5 ist rot. Wir kamen bzw. Karl ging.\nEnde."
+    with TranslationClient(batching_server.target, "toy") as client:
+        assert client.translate_document(text, "|", language="de") == (
+            "DAS HAUS NR. 5 IST ROT.|WIR KAMEN BZW. KARL GING.\nENDE.")
+        # English rules do not know "bzw.".
+        assert client.translate_document(text, "|") == (
+            "DAS HAUS NR. 5 IST ROT.|WIR KAMEN BZW.|KARL GING.\nENDE.")
+    task = {"src_lang": "de", "tgt_lang": "en", "tags": ""}
+    with TranslationClient(task_server.target, "task",
+                           task_inputs=task) as client:
+        assert client.translate_document(text, "|").split("|") == [
+            "de-en[] DAS HAUS NR. 5 IST ROT.",
+            "de-en[] WIR KAMEN BZW. KARL GING.\nde-en[] ENDE."]

@@ -6,22 +6,6 @@ import pytest
 from serving import request_batching as rb
 
 
-def test_split_sentences():
-    text = "Dr. Smith arrived at 3 p.m. today. Did he? Yes!  It was 3. Juli… Ok"
-    assert rb.split_sentences(text) == [
-        "Dr. Smith arrived at 3 p.m. today.", "Did he?", "Yes!",
-        "It was 3. Juli…", "Ok"]
-    assert rb.split_sentences("你好。谢谢！再见") == ["你好。", "谢谢！", "再见"]
-    assert rb.split_sentences('He said "stop." Then left.') == [
-        'He said "stop."', "Then left."]
-    assert rb.split_sentences("   ") == []
-
-
-def test_split_document_keeps_paragraphs():
-    assert rb.split_document("One two. Three four.\n\nFive.") == [
-        ["One two.", "Three four."], [], ["Five."]]
-
-
 def test_plan_dedupes_sorts_and_packs():
     sentences = ["bb", "a", "cccc", "a", "bb", "dddddd", "e"]
     plan = rb.plan_requests(sentences, max_sentences=2, max_units=7)

@@ -35,3 +35,25 @@ def test_real_multi30k_is_four_way_parallel(data_dir):
     lines = {lang: corpus.read_lines(corpus.split_path(data_dir, "val", lang))
              for lang in ("en", "de", "fr", "cs")}
     assert {len(v) for v in lines.values()} == {1014}
+
+
+def test_resolve_data_dir_finds_the_download_cache(tmp_path, monkeypatch):
+    from gnmt_tf.data import download
+
+    monkeypatch.delenv(corpus.ENV_DATA_DIR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = tmp_path / "gnmt_tf" / "multi30k"
+    cache.mkdir(parents=True)
+    names = sorted(download.MULTI30K_SHA256)
+    for name in names[:-1]:
+        (cache / name).write_bytes(b"")
+    # An incomplete cache (an interrupted download) is not used.
+    with pytest.raises(FileNotFoundError,
+                       match="gnmt-tf data download multi30k"):
+        corpus.resolve_data_dir()
+    (cache / names[-1]).write_bytes(b"")
+    assert corpus.resolve_data_dir() == cache
+    # An explicit directory and $GNMT_TF_DATA still come first.
+    assert corpus.resolve_data_dir(tmp_path) == tmp_path
+    monkeypatch.setenv(corpus.ENV_DATA_DIR, str(tmp_path / "gnmt_tf"))
+    assert corpus.resolve_data_dir() == tmp_path / "gnmt_tf"

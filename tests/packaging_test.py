@@ -1,0 +1,180 @@
+"""What setup.py, requirements.txt, the Makefile and the README promise about
+installing gnmt-tf, checked against each other and against the code."""
+
+import ast
+import importlib.metadata
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("gnmt_tf", "task_space", "alignment", "export", "serving")
+
+
+def _setup_py():
+    """`{"PYTHON_REQUIRES": str, "INSTALL_REQUIRES": [...], "extras":
+    {...}}` read from setup.py without running it."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id] = node.value
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") \
+                == "setup":
+            for keyword in node.keywords:
+                if keyword.arg == "extras_require":
+                    found["extras"] = keyword.value
+    return {key: ast.literal_eval(found[key]) for key in
+            ("PYTHON_REQUIRES", "INSTALL_REQUIRES", "extras")}
+
+
+def _pins():
+    """`{canonical name: version}` of requirements.txt."""
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep, f"requirements.txt: {line!r} is not an exact pin"
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def _check_python():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import check_python
+    finally:
+        sys.path.pop(0)
+    return check_python
+
+
+def test_python_range_is_the_one_the_wheels_allow():
+    """TensorFlow 2.21 has no 3.14 wheels, onnxruntime 1.32 no 3.10 ones."""
+    setup = _setup_py()
+    assert setup["PYTHON_REQUIRES"] == ">=3.11,<3.14"
+    check = _check_python()
+    text = (ROOT / "setup.py").read_text()
+    for version in [(3, 11), (3, 12), (3, 13)]:
+        assert check.problem(version, text) is None
+    for version in [(3, 10), (3, 14), (2, 7)]:
+        message = check.problem(version, text)
+        assert message.startswith("gnmt-tf needs Python 3.11 to 3.13")
+        assert "not %d.%d" % version in message
+
+
+def test_makefile_checks_the_interpreter_before_creating_the_venv(tmp_path):
+    ok = subprocess.run([sys.executable, "scripts/check_python.py"],
+                        cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0 and ok.stderr == ""
+    plan = subprocess.run(
+        ["make", "-n", "venv", f"VENV={tmp_path / 'venv'}",
+         "PYTHON=python3.x"], cwd=ROOT, capture_output=True, text=True)
+    assert plan.returncode == 0, plan.stderr
+    lines = plan.stdout.splitlines()
+    check = next(i for i, l in enumerate(lines)
+                 if "python3.x scripts/check_python.py" in l)
+    create = next(i for i, l in enumerate(lines) if "python3.x -m venv" in l)
+    assert check < create
+
+
+def test_readme_states_the_python_range():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "Python 3.11 to 3.13" in readme
+    assert "3.10+" not in readme
+
+
+def test_requirements_pin_versions_inside_the_declared_ranges():
+    setup = _setup_py()
+    pins = _pins()
+    ranges = {canonicalize_name(r.name): r for r in
+              map(Requirement, setup["INSTALL_REQUIRES"])}
+    assert sorted(ranges) == sorted(pins)
+    for name, requirement in ranges.items():
+        assert requirement.specifier, f"{name} has no version range"
+        assert requirement.specifier.contains(pins[name]), (
+            f"requirements.txt pins {name}=={pins[name]} outside "
+            f"{requirement.specifier}")
+    # tensorflow-text, tf-keras and tensorflow-serving-api follow
+    # TensorFlow's minor version: pinned to it and ranged within it.
+    major, minor = map(int, pins["tensorflow"].split(".")[:2])
+    for name in ("tensorflow", "tensorflow-text", "tf-keras",
+                 "tensorflow-serving-api"):
+        assert pins[name].startswith(f"{major}.{minor}."), name
+        specifier = ranges[name].specifier
+        assert specifier.contains(f"{major}.{minor}.99"), name
+        assert not specifier.contains(f"{major}.{minor + 1}.0"), name
+
+
+def _third_party_imports():
+    """`{top-level module: first file importing it}` of the five packages."""
+    first_party = set(PACKAGES)
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in first_party and \
+                            top not in sys.stdlib_module_names:
+                        found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_imported_package_is_declared():
+    setup = _setup_py()
+    declared = {canonicalize_name(Requirement(r).name) for r in
+                setup["INSTALL_REQUIRES"] + sum(setup["extras"].values(), [])}
+    distributions = importlib.metadata.packages_distributions()
+    missing = {}
+    for module, path in _third_party_imports().items():
+        names = {canonicalize_name(d) for d in distributions.get(module, [])}
+        if not names:
+            pytest.fail(f"{module} (imported by {path}) is not installed")
+        if not names & declared:
+            missing[module] = (path, sorted(names))
+    assert not missing, f"imported but not declared in setup.py: {missing}"
+
+
+def test_relative_links_of_the_docs_stay_inside_the_repository():
+    """A standalone clone has no ../shared: links must point into the repo."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert ROOT / "docs" / "design.md" in pages
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            assert path.is_relative_to(ROOT) and path.exists(), (
+                f"{page.name} links to {target}, which is not in the "
+                "repository")
+
+
+def test_make_quickstart_goes_on_without_a_data_directory(tmp_path):
+    """Without DATA_DIR it runs `gnmt-tf quickstart`, which downloads."""
+    def plan(data_dir):
+        result = subprocess.run(
+            ["make", "-n", "quickstart", f"VENV={tmp_path / 'venv'}",
+             f"DATA_DIR={data_dir}"], cwd=ROOT, capture_output=True,
+            text=True)
+        assert result.returncode == 0, result.stderr
+        return [l for l in result.stdout.splitlines()
+                if "gnmt-tf quickstart" in l or "exit 2" in l]
+
+    lines = plan("")
+    assert len(lines) == 1 and "--data-dir" not in lines[0], lines
+    lines = plan("/data/multi30k")
+    assert len(lines) == 1 and "--data-dir /data/multi30k" in lines[0], lines
