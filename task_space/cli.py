@@ -28,6 +28,7 @@ Examples:
 
 import os
 
+from gnmt_tf.cli.arg_types import positive_float, positive_int
 from task_space.registry import is_task_space_model_dir  # noqa: F401
 from task_space.registry import MODEL_TYPE  # noqa: F401
 
@@ -92,9 +93,9 @@ def register(subparsers):
     train.add_argument("--strategy", default="default",
                        choices=["default", "mirrored",
                                 "multi_worker_mirrored"])
-    train.add_argument("--minutes", type=float,
+    train.add_argument("--minutes", type=positive_float,
                        help="wall-time budget (same as --set max_minutes=M)")
-    train.add_argument("--log-every", type=int, default=100)
+    train.add_argument("--log-every", type=positive_int, default=100)
     train.set_defaults(func=train_from_args)
 
     translate = sub.add_parser(
@@ -103,7 +104,7 @@ def register(subparsers):
                            help="task-space model directory")
     translate.add_argument("--input", "-i", help="default: stdin")
     translate.add_argument("--output", "-o", help="default: stdout")
-    translate.add_argument("--batch-size", type=int, default=32)
+    translate.add_argument("--batch-size", type=positive_int, default=32)
     add_translate_arguments(translate)
     add_search_arguments(translate)
     translate.set_defaults(func=translate_from_args)
@@ -126,10 +127,10 @@ def register(subparsers):
         "--tags", default=None,
         help="translate with these tags instead of each test set's own "
              "('' = none)")
-    evaluate.add_argument("--max-lines", type=int, default=None,
+    evaluate.add_argument("--max-lines", type=positive_int, default=None,
                           help="first lines of each direction (and WMT22 "
                                "domain) only")
-    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--batch-size", type=positive_int, default=32)
     evaluate.add_argument("--json", help="also write the scores here")
     add_search_arguments(evaluate)
     evaluate.set_defaults(func=evaluate_from_args)
@@ -196,10 +197,12 @@ def translate_from_args(args):
             model is loaded).
     """
     from gnmt_tf.cli.translate import (
-        note_empty_lines, read_input, search_options, write_results)
+        check_files, note_empty_lines, read_input, search_options,
+        write_results)
     from task_space.data import parse_tags
     from task_space.training import read_task_space_config
 
+    check_files(args)
     options = search_options(args)
     config, trained = read_task_space_config(args.model)
     src_lang, tgt_lang = (getattr(args, "src_lang", None),
@@ -235,8 +238,10 @@ def evaluate_from_args(args):
     from task_space import data as data_lib
     from task_space.evaluation import (evaluate_tasks, format_rows,
                                        group_by_task)
+    from gnmt_tf.io_utils import check_output_file
     from task_space.training import read_task_space_config
 
+    check_output_file(args.json)
     options = search_options(args)
     config, _ = read_task_space_config(args.model)
     tags = None if args.tags is None else data_lib.parse_tags(args.tags)
@@ -268,7 +273,9 @@ def evaluate_from_args(args):
                           tags)
     print(format_rows(rows))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{k: v for k, v in row.items() if k != "hypotheses"}
-                       for row in rows], f, indent=2)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(
+            [{k: v for k, v in row.items() if k != "hypotheses"}
+             for row in rows], indent=2))
     return 0

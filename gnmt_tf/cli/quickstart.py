@@ -2,6 +2,8 @@
 
 import os
 
+from gnmt_tf.cli.arg_types import non_negative_int, positive_float, positive_int
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -9,11 +11,11 @@ def register(subparsers):
         help="vocabulary + small GNMT + beam search + sacreBLEU on Multi30k en->de")
     parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"))
     parser.add_argument("--model-dir", default="runs/quickstart")
-    parser.add_argument("--minutes", type=float, default=5.0,
+    parser.add_argument("--minutes", type=positive_float, default=5.0,
                         help="training time budget (longer trains better)")
     parser.add_argument("--preset", default="gnmt_small")
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--show", type=int, default=5,
+    parser.add_argument("--beam-size", type=positive_int, default=5)
+    parser.add_argument("--show", type=non_negative_int, default=5,
                         help="translations to print")
     parser.set_defaults(func=run)
 

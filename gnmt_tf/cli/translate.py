@@ -8,19 +8,21 @@ by `export.tflite_translator`); task-space models take ``--src-lang``,
 
 import sys
 
+from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+
 
 def add_search_arguments(parser):
-    parser.add_argument("--beam-size", type=int, default=5,
+    parser.add_argument("--beam-size", type=positive_int, default=5,
                         help="1 = greedy search")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--alpha", type=finite_float, default=0.6,
                         help="GNMT length-normalisation exponent")
-    parser.add_argument("--beta", type=float, default=0.0,
+    parser.add_argument("--beta", type=finite_float, default=0.0,
                         help="GNMT coverage-penalty weight")
-    parser.add_argument("--beam-width", type=float, default=None,
+    parser.add_argument("--beam-width", type=positive_float, default=None,
                         help="GNMT pruning: drop candidates this far below the best")
     parser.add_argument("--early-stopping", default="gnmt",
                         choices=["gnmt", "exact", "none"])
-    parser.add_argument("--n-best", type=int, default=1,
+    parser.add_argument("--n-best", type=positive_int, default=1,
                         help="print N hypotheses per input as 'i ||| text ||| score'")
 
 
@@ -52,7 +54,7 @@ def register(subparsers):
              "models, next to it)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     add_search_arguments(parser)
     from gnmt_tf.cli.train import _optional_task_space_arguments
 
@@ -87,11 +89,22 @@ def write_results(results, options, path):
     write_output(lines, path)
 
 
+def check_files(args):
+    """Checks `--output` before any work (see `gnmt_tf.io_utils`)."""
+    from gnmt_tf.io_utils import check_output_file
+
+    check_output_file(getattr(args, "output", None),
+                      {"--input": getattr(args, "input", None)})
+
+
 def write_output(lines, path):
+    """Writes one line per item to `path` (complete or not at all) or to
+    stdout."""
     text = "".join(line + "\n" for line in lines)
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(path, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -168,6 +181,7 @@ def _translate_with_tflite(args):
 
 
 def run(args):
+    check_files(args)
     if args.server:
         return _translate_through_server(args)
     if args.tflite:
@@ -180,7 +194,8 @@ def run(args):
     from gnmt_tf.model_dir import read_config
     from task_space.registry import MODEL_TYPES as TASK_SPACE_TYPES
 
-    if read_config(args.model).get("model_type") in TASK_SPACE_TYPES:
+    payload = read_config(args.model)
+    if payload.get("model_type") in TASK_SPACE_TYPES:
         from task_space.cli import translate_from_args
 
         return translate_from_args(args)
