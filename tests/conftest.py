@@ -4,6 +4,8 @@ import gzip
 import os
 import pathlib
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -82,6 +84,30 @@ def tiny_model_dir(toy_data_dir, tmp_path_factory):
     train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10"])
     train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config)
     return model_dir
+
+
+_HOLD_LOCK = """
+import sys
+from gnmt_tf.training.model_dir_guard import claim_model_dir
+with claim_model_dir(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+@pytest.fixture
+def locked_dir(tmp_path):
+    """A model directory whose training lock another process holds."""
+    path = tmp_path / "locked_model"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield path
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

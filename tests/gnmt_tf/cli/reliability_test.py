@@ -91,6 +91,46 @@ def test_vocab_output_that_is_an_input_is_refused(tmp_path, capsys):
     assert text.read_text() == "a b c\n"
 
 
+# --- 2. one training run per model directory ----------------------------------
+
+
+def test_train_refuses_a_model_dir_in_use(locked_dir, toy_data_dir, capsys):
+    code, _, err = run(["train", "--preset", "gnmt_tiny", "--model-dir",
+                        locked_dir, "--data-dir", toy_data_dir,
+                        "--set", "train_steps=1"], capsys)
+    assert_one_line_error(code, err, "train", "in use by another training run")
+    assert not (locked_dir / "config.json").exists()
+
+
+def test_task_space_train_refuses_a_model_dir_in_use(
+        locked_dir, multiway_dir, capsys):
+    code, _, err = run(["task-space", "train", "--preset", "transformer_tiny",
+                        "--model-dir", locked_dir, "--data-dir", multiway_dir,
+                        "--directions", "en-de", "--set", "train_steps=1"],
+                       capsys)
+    assert_one_line_error(code, err, "task-space", "in use by another")
+    assert not (locked_dir / "config.json").exists()
+
+
+def test_qat_refuses_a_model_dir_in_use(locked_dir, tiny_model_dir,
+                                        toy_data_dir, capsys):
+    code, _, err = run(["export", "qat", "--model", tiny_model_dir, "--out",
+                        locked_dir, "--data-dir", toy_data_dir, "--steps", "1"],
+                       capsys)
+    assert_one_line_error(code, err, "export", "in use by another")
+    assert not (locked_dir / "config.json").exists()
+
+
+def test_qat_into_the_float_model_dir_is_refused(tiny_model_dir, toy_data_dir,
+                                                 capsys):
+    before = (tiny_model_dir / "config.json").read_text()
+    code, _, err = run(["export", "qat", "--model", tiny_model_dir, "--out",
+                        tiny_model_dir, "--data-dir", toy_data_dir,
+                        "--steps", "1"], capsys)
+    assert_one_line_error(code, err, "export", "is the float model directory")
+    assert (tiny_model_dir / "config.json").read_text() == before
+
+
 # --- 3. numeric flags and --set values -----------------------------------------
 
 
@@ -187,3 +227,78 @@ def test_a_folder_or_missing_file_is_one_line(argv, tmp_path, tiny_model_dir,
     code, _, err = run(argv, capsys)
     assert code == 2 and "Traceback" not in err, err
     assert err.strip().splitlines()[-1].startswith(f"gnmt-tf {argv[0]}: error:")
+
+
+def test_train_vocab_that_is_a_folder(tmp_path, toy_data_dir, capsys):
+    code, _, err = run(["train", "--preset", "gnmt_tiny", "--model-dir",
+                        tmp_path / "m", "--data-dir", toy_data_dir,
+                        "--vocab", tmp_path], capsys)
+    assert_one_line_error(code, err, "train", "Is a directory")
+    assert not (tmp_path / "m").exists()
+
+
+# --- 6. a failed train leaves no half-made model directory ---------------------
+
+
+def test_failed_train_removes_the_model_dir_it_made(tmp_path, toy_data_dir,
+                                                    capsys):
+    model_dir = tmp_path / "runs" / "m"
+    code, _, err = run(["train", "--preset", "gnmt_tiny", "--model-dir",
+                        model_dir, "--data-dir", toy_data_dir,
+                        "--set", "max_length=2"], capsys)
+    assert_one_line_error(code, err, "train", "no sentence pair fits")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_failed_train_keeps_a_user_dir(tmp_path, toy_data_dir, capsys):
+    model_dir = tmp_path / "m"
+    model_dir.mkdir()
+    (model_dir / "README").write_text("my notes")
+    code, _, err = run(["train", "--preset", "gnmt_tiny", "--model-dir",
+                        model_dir, "--data-dir", toy_data_dir,
+                        "--set", "max_length=2"], capsys)
+    assert code == 2
+    assert [p.name for p in model_dir.iterdir()] == ["README"]
+
+
+def test_failed_task_space_train_removes_the_model_dir(tmp_path, multiway_dir,
+                                                       capsys):
+    model_dir = tmp_path / "ts"
+    code, _, err = run(["task-space", "train", "--preset", "transformer_tiny",
+                        "--model-dir", model_dir, "--data-dir", multiway_dir,
+                        "--directions", "en-de", "--set", "max_length=1"],
+                       capsys)
+    assert_one_line_error(code, err, "task-space", "no sentence pair fits")
+    assert not model_dir.exists()
+
+
+@pytest.fixture
+def many_characters_dir(tmp_path, toy_corpus):
+    """The toy corpus plus short pairs that bring it to 100+ distinct
+    characters, more than gnmt_tiny's 64 pieces (as Multi30k)."""
+    extra = "0123456789ÄÖÜäöüßéèêàâçñ!?;:()[]{}<>@#$%&*+=/\\'\"_-~^`|"
+    pairs = list(toy_corpus) + [(f"A {c}{c}.", f"Ein {c}.") for c in extra]
+    for lang, column in (("en", 0), ("de", 1)):
+        (tmp_path / f"train.{lang}").write_text(
+            "".join(p[column] + "\n" for p in pairs), encoding="utf-8")
+    return tmp_path
+
+
+def test_tiny_preset_trains_on_text_with_many_characters(
+        many_characters_dir, tmp_path, capsys):
+    code, out, err = run(["train", "--preset", "gnmt_tiny", "--model-dir",
+                          tmp_path / "m", "--data-dir", many_characters_dir,
+                          "--set", "train_steps=1"], capsys)
+    assert code == 0, err
+    assert "vocabulary size raised from 64" in err
+    assert "trained to step 1" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["gnmt_tiny", "gnmt_small"])
+def test_presets_train_on_multi30k(preset, data_dir, tmp_path, capsys):
+    code, out, err = run(["train", "--preset", preset, "--model-dir",
+                          tmp_path / "m", "--data-dir", data_dir,
+                          "--set", "train_steps=1"], capsys)
+    assert code == 0, err
+    assert "trained to step 1" in out
