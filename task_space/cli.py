@@ -62,6 +62,10 @@ def add_translate_arguments(parser, languages=True):
         "--tags", default=None,
         help="task-space models: comma-separated scene tags, '' for none "
              "(default: the tags the model was trained with)")
+    parser.add_argument(
+        "--allow-zero-shot", action="store_true",
+        help="task-space models: translate a direction the model was not "
+             "trained on (refused otherwise)")
 
 
 def register(subparsers):
@@ -193,14 +197,16 @@ def translate_from_args(args):
     `gnmt_tf.cli.translate.add_search_arguments`.
 
     Raises:
-        ValueError: missing or unknown language, unknown tag (before the
-            model is loaded).
+        ValueError: missing or unknown language, unknown tag, or a direction
+            the model was not trained on without `allow_zero_shot` (before
+            the model is loaded).
     """
     from gnmt_tf.cli.translate import (
         check_files, note_empty_lines, read_input, search_options,
         write_results)
     from task_space.data import parse_tags
     from task_space.training import read_task_space_config
+    from task_space.zero_shot import check_direction
 
     check_files(args)
     options = search_options(args)
@@ -217,6 +223,8 @@ def translate_from_args(args):
     config.language_id(src_lang)
     config.language_id(tgt_lang)
     config.tag_vector(parse_tags(tags))
+    check_direction(trained.directions, config.languages, src_lang, tgt_lang,
+                    getattr(args, "allow_zero_shot", False), args.model)
     sentences = read_input(args.input)
 
     from task_space.translator import TaskSpaceTranslator

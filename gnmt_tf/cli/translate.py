@@ -171,6 +171,11 @@ def _translate_with_tflite(args):
                 "--src-lang and --tgt-lang are required for a task-space "
                 f"model (its languages: {list(translator.config.languages)})")
         translator.task_inputs(**task)  # bad task: fail before reading input
+        from task_space.zero_shot import check_direction
+
+        check_direction(translator.directions, translator.config.languages,
+                        task["src_lang"], task["tgt_lang"],
+                        getattr(args, "allow_zero_shot", False), args.tflite)
 
         def run_search(sentences, **search):
             return translator.translate_nbest(sentences, **task, **search)
@@ -178,6 +183,27 @@ def _translate_with_tflite(args):
     note_empty_lines(sentences)
     write_results(run_search(sentences, **search), options, args.output)
     return 0
+
+
+def check_gnmt_task_flags(args, payload):
+    """Refuses the task-space flags a GNMT model directory cannot honour:
+    `--tags`, and `--src-lang` / `--tgt-lang` other than its one direction.
+
+    Raises:
+      ValueError: naming the flag and the model's direction.
+    """
+    src, tgt = payload.get("src_lang"), payload.get("tgt_lang")
+    trained = f"{src}->{tgt}" if src and tgt else "one direction"
+    if getattr(args, "tags", None) is not None:
+        raise ValueError(f"--tags is for task-space models; {args.model} is "
+                         f"a GNMT model ({trained})")
+    for flag, key, value in (("--src-lang", "src_lang", src),
+                             ("--tgt-lang", "tgt_lang", tgt)):
+        asked = getattr(args, key, None)
+        if asked is not None and asked != value:
+            raise ValueError(f"{args.model} is a GNMT model that translates "
+                             f"{trained} only; it cannot honour {flag} "
+                             f"{asked}")
 
 
 def run(args):
@@ -199,6 +225,7 @@ def run(args):
         from task_space.cli import translate_from_args
 
         return translate_from_args(args)
+    check_gnmt_task_flags(args, payload)
     options = search_options(args)
     sentences = read_input(args.input)
 

@@ -193,6 +193,23 @@ def test_n_best_above_beam_size(tiny_model_dir, capsys):
     assert_one_line_error(code, err, "translate", "--n-best")
 
 
+# --- 4. options a GNMT model cannot honour -----------------------------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--src-lang", "fr", "--tgt-lang", "cs", "--tags", "news"],
+     "--tags is for task-space models"),
+    (["--src-lang", "fr", "--tgt-lang", "cs"], "cannot honour --src-lang fr"),
+    (["--tgt-lang", "cs"], "cannot honour --tgt-lang cs"),
+])
+def test_gnmt_model_refuses_task_options(tiny_model_dir, argv, message,
+                                         capsys):
+    code, out, err = run(["translate", "--model", tiny_model_dir] + argv,
+                         capsys)
+    assert_one_line_error(code, err, "translate", message)
+    assert "en->de" in err and out == ""
+
+
 # --- 5. one line, not a traceback ---------------------------------------------
 
 
