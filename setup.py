@@ -7,8 +7,14 @@ from setuptools import find_packages, setup
 HERE = pathlib.Path(__file__).parent
 
 
-def _requirements():
-    lines = (HERE / "requirements.txt").read_text().splitlines()
+TEST_ONLY_MARKER = "# --- test-only below"
+
+
+def _requirements(test_only=False):
+    """requirements.txt lines above (or, `test_only`, below) the marker."""
+    text = (HERE / "requirements.txt").read_text()
+    runtime, _, tests = text.partition(TEST_ONLY_MARKER)
+    lines = (tests.splitlines()[1:] if test_only else runtime.splitlines())
     return [l.strip() for l in lines if l.strip() and not l.startswith("#")]
 
 
@@ -28,9 +34,11 @@ setup(
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
     # reference of the task-space benchmark and its converter test;
     # matplotlib draws the benchmark plots; tf2onnx + onnxruntime make and
-    # check `gnmt-tf export onnx`.
+    # check `gnmt-tf export onnx`; hypothesis drives the property tests
+    # (pinned in requirements.txt, below its test-only marker).
     extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
                             "ctranslate2==4.8.5", "matplotlib>=3.8",
-                            "tf2onnx==1.17.0", "onnxruntime==1.32.0"]},
+                            "tf2onnx==1.17.0", "onnxruntime==1.32.0",
+                            *_requirements(test_only=True)]},
     entry_points={"console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"]},
 )

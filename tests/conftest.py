@@ -8,10 +8,24 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+# Property tests (Hypothesis): "fast" keeps all of them within about a minute
+# of `make test` (each test caps its own max_examples below this); the tests
+# marked slow run the "long" profile (`make test-all`). Derandomized and
+# without an example database, so runs are repeatable and write no files.
+settings.register_profile(
+    "fast", max_examples=25, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow,
+                           HealthCheck.function_scoped_fixture])
+settings.register_profile("long", settings.get_profile("fast"),
+                          max_examples=300, derandomize=False)
+settings.load_profile("fast")
 
 
 def pytest_addoption(parser):
