@@ -8,6 +8,7 @@ input order.
 """
 
 import dataclasses
+import numbers
 import typing
 
 import numpy as np
@@ -45,10 +46,16 @@ class SearchOptions:
         check_number("beam_size", self.beam_size, integer=True, minimum=1)
         check_number("num_hypotheses", self.num_hypotheses, integer=True,
                      minimum=1, maximum=self.beam_size)
-        check_number("length_penalty", self.length_penalty)
-        check_number("coverage_penalty", self.coverage_penalty)
-        check_number("beam_width", self.beam_width, above=0, optional=True)
-        check_number("max_length_ratio", self.max_length_ratio, above=0)
+        # Penalties may be graph tensors (the SavedModel's
+        # translate_with_options): only Python/NumPy numbers are checked.
+        for name, bounds in (("length_penalty", {}),
+                             ("coverage_penalty", {}),
+                             ("beam_width", {"above": 0}),
+                             ("max_length_ratio", {"above": 0})):
+            value = getattr(self, name)
+            if value is None or isinstance(value, numbers.Real):
+                check_number(name, value, optional=name == "beam_width",
+                             **bounds)
         if self.early_stopping not in EARLY_STOPPING_MODES:
             raise ValueError(f"early_stopping must be one of "
                              f"{', '.join(EARLY_STOPPING_MODES)}, got "
