@@ -47,6 +47,7 @@ import tensorflow as tf
 from export import tflite
 from export.task_space_tflite_translator import TASK_FILE
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.io_utils import write_text_atomic
 
 DEFAULT_MAX_TARGET_LENGTH = 128
 TASK_OPTIONS = ("directions", "tags", "target_language_token")
@@ -179,6 +180,6 @@ def export_task_space_tflite(model_dir, out_dir, quantization="float32",
         flatbuffer = convert_task_space(model, quantization, *lengths)
     paths = tflite.write_tflite(flatbuffer, subwords, out_dir, quantization)
     paths["task"] = paths["model"].parent / TASK_FILE
-    paths["task"].write_text(
-        json.dumps(task_metadata(config, options, *lengths), indent=2) + "\n")
+    write_text_atomic(paths["task"], json.dumps(
+        task_metadata(config, options, *lengths), indent=2) + "\n")
     return paths

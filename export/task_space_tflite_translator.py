@@ -44,6 +44,8 @@ class TaskSpaceTFLiteTranslator(TFLiteTranslator):
         scene tags).
       default_tags: tuple of str. The tags the model was trained with, used
         when `tags` is None.
+      directions: str or None. The training directions ("en-de,en-fr"),
+        None for an export that does not record them.
       max_output_length: int. The KV-cache length, at most the model's
         `max_sequence_length` (where `TaskSpaceTranslator` stops too):
         outputs end after this many subwords (end token included) whatever
@@ -65,6 +67,7 @@ class TaskSpaceTFLiteTranslator(TFLiteTranslator):
         task = json.loads(task_path.read_text(encoding="utf-8"))
         self.config = TransformerConfig.from_dict(task["model"])
         options = task.get("task_space", {})
+        self.directions = options.get("directions")
         self.default_tags = parse_tags(options.get("tags"))
         self.target_language_token = bool(
             options.get("target_language_token", False))

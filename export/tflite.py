@@ -42,7 +42,6 @@ everything `TFLiteTranslator` needs.
 """
 
 import pathlib
-import shutil
 import tempfile
 import types
 
@@ -52,6 +51,7 @@ import tensorflow as tf
 
 from export.savedmodel import make_step_functions
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16")
 SIGNATURE_KEYS = ("encode", "decode_step")
@@ -195,7 +195,7 @@ def write_tflite(flatbuffer, subwords, out_dir, quantization):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path = out_dir / f"model_{quantization}.tflite"
-    model_path.write_bytes(flatbuffer)
+    write_bytes_atomic(model_path, flatbuffer)
     vocabulary = out_dir / model_dir_lib.VOCAB_FILE
-    shutil.copyfile(subwords.model_path, vocabulary)
+    copy_file_atomic(subwords.model_path, vocabulary)
     return {"model": model_path, "vocabulary": vocabulary}

@@ -28,6 +28,7 @@ Examples:
 
 import os
 
+from gnmt_tf.cli.arg_types import positive_float, positive_int
 from task_space.registry import is_task_space_model_dir  # noqa: F401
 from task_space.registry import MODEL_TYPE  # noqa: F401
 
@@ -61,6 +62,10 @@ def add_translate_arguments(parser, languages=True):
         "--tags", default=None,
         help="task-space models: comma-separated scene tags, '' for none "
              "(default: the tags the model was trained with)")
+    parser.add_argument(
+        "--allow-zero-shot", action="store_true",
+        help="task-space models: translate a direction the model was not "
+             "trained on (refused otherwise)")
 
 
 def register(subparsers):
@@ -93,9 +98,9 @@ def register(subparsers):
     train.add_argument("--strategy", default="default",
                        choices=["default", "mirrored",
                                 "multi_worker_mirrored"])
-    train.add_argument("--minutes", type=float,
+    train.add_argument("--minutes", type=positive_float,
                        help="wall-time budget (same as --set max_minutes=M)")
-    train.add_argument("--log-every", type=int, default=100)
+    train.add_argument("--log-every", type=positive_int, default=100)
     train.set_defaults(func=train_from_args)
 
     translate = sub.add_parser(
@@ -104,7 +109,7 @@ def register(subparsers):
                            help="task-space model directory")
     translate.add_argument("--input", "-i", help="default: stdin")
     translate.add_argument("--output", "-o", help="default: stdout")
-    translate.add_argument("--batch-size", type=int, default=32)
+    translate.add_argument("--batch-size", type=positive_int, default=32)
     add_translate_arguments(translate)
     add_search_arguments(translate)
     translate.set_defaults(func=translate_from_args)
@@ -128,10 +133,10 @@ def register(subparsers):
         "--tags", default=None,
         help="translate with these tags instead of each test set's own "
              "('' = none)")
-    evaluate.add_argument("--max-lines", type=int, default=None,
+    evaluate.add_argument("--max-lines", type=positive_int, default=None,
                           help="first lines of each direction (and WMT22 "
                                "domain) only")
-    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--batch-size", type=positive_int, default=32)
     evaluate.add_argument("--json", help="also write the scores here")
     add_search_arguments(evaluate)
     evaluate.set_defaults(func=evaluate_from_args)
@@ -194,14 +199,18 @@ def translate_from_args(args):
     `gnmt_tf.cli.translate.add_search_arguments`.
 
     Raises:
-        ValueError: missing or unknown language, unknown tag (before the
-            model is loaded).
+        ValueError: missing or unknown language, unknown tag, or a direction
+            the model was not trained on without `allow_zero_shot` (before
+            the model is loaded).
     """
     from gnmt_tf.cli.translate import (
-        note_empty_lines, read_input, search_options, write_results)
+        check_files, note_empty_lines, read_input, search_options,
+        write_results)
     from task_space.data import parse_tags
     from task_space.training import read_task_space_config
+    from task_space.zero_shot import check_direction
 
+    check_files(args)
     options = search_options(args)
     config, trained = read_task_space_config(args.model)
     src_lang, tgt_lang = (getattr(args, "src_lang", None),
@@ -216,6 +225,8 @@ def translate_from_args(args):
     config.language_id(src_lang)
     config.language_id(tgt_lang)
     config.tag_vector(parse_tags(tags))
+    check_direction(trained.directions, config.languages, src_lang, tgt_lang,
+                    getattr(args, "allow_zero_shot", False), args.model)
     sentences = read_input(args.input)
 
     from task_space.translator import TaskSpaceTranslator
@@ -237,8 +248,10 @@ def evaluate_from_args(args):
     from task_space import data as data_lib
     from task_space.evaluation import (evaluate_tasks, format_rows,
                                        group_by_task)
+    from gnmt_tf.io_utils import check_output_file
     from task_space.training import read_task_space_config
 
+    check_output_file(args.json)
     options = search_options(args)
     config, _ = read_task_space_config(args.model)
     tags = None if args.tags is None else data_lib.parse_tags(args.tags)
@@ -270,7 +283,9 @@ def evaluate_from_args(args):
                           tags)
     print(format_rows(rows))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{k: v for k, v in row.items() if k != "hypotheses"}
-                       for row in rows], f, indent=2)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(
+            [{k: v for k, v in row.items() if k != "hypotheses"}
+             for row in rows], indent=2))
     return 0

@@ -2,6 +2,8 @@
 
 import os
 
+from gnmt_tf.cli.arg_types import positive_float, positive_int
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -24,9 +26,9 @@ def register(subparsers):
                                         "instead of training one")
     parser.add_argument("--strategy", default="default",
                         choices=["default", "mirrored", "multi_worker_mirrored"])
-    parser.add_argument("--minutes", type=float,
+    parser.add_argument("--minutes", type=positive_float,
                         help="wall-time budget (same as --set max_minutes=M)")
-    parser.add_argument("--log-every", type=int, default=100)
+    parser.add_argument("--log-every", type=positive_int, default=100)
     _optional_task_space_arguments(parser, "add_train_arguments")
     parser.set_defaults(func=run)
 

@@ -8,6 +8,8 @@ by `export.tflite_translator`); task-space models take ``--src-lang``,
 
 import sys
 
+from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
 # so that `--server` can tell which ones were given.
@@ -20,18 +22,18 @@ _SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6)
 
 def add_search_arguments(parser):
     """Adds the search flags (`search_options` reads them)."""
-    parser.add_argument("--beam-size", type=int, default=None,
+    parser.add_argument("--beam-size", type=positive_int, default=None,
                         help="1 = greedy search (default 5)")
-    parser.add_argument("--alpha", type=float, default=None,
+    parser.add_argument("--alpha", type=finite_float, default=None,
                         help="GNMT length-normalisation exponent (default 0.6)")
-    parser.add_argument("--beta", type=float, default=None,
+    parser.add_argument("--beta", type=finite_float, default=None,
                         help="GNMT coverage-penalty weight (default 0)")
-    parser.add_argument("--beam-width", type=float, default=None,
+    parser.add_argument("--beam-width", type=positive_float, default=None,
                         help="GNMT pruning: drop candidates this far below the best")
     parser.add_argument("--early-stopping", default=None,
                         choices=["gnmt", "exact", "none"],
                         help="default gnmt")
-    parser.add_argument("--n-best", type=int, default=None,
+    parser.add_argument("--n-best", type=positive_int, default=None,
                         help="print N hypotheses per input as 'i ||| text ||| "
                              "score' (default 1)")
 
@@ -108,7 +110,7 @@ def register(subparsers):
              "models, next to it)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     add_search_arguments(parser)
     from gnmt_tf.cli.train import _optional_task_space_arguments
 
@@ -143,11 +145,22 @@ def write_results(results, options, path):
     write_output(lines, path)
 
 
+def check_files(args):
+    """Checks `--output` before any work (see `gnmt_tf.io_utils`)."""
+    from gnmt_tf.io_utils import check_output_file
+
+    check_output_file(getattr(args, "output", None),
+                      {"--input": getattr(args, "input", None)})
+
+
 def write_output(lines, path):
+    """Writes one line per item to `path` (complete or not at all) or to
+    stdout."""
     text = "".join(line + "\n" for line in lines)
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(path, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -235,6 +248,11 @@ def _translate_with_tflite(args):
                 "--src-lang and --tgt-lang are required for a task-space "
                 f"model (its languages: {list(translator.config.languages)})")
         translator.task_inputs(**task)  # bad task: fail before reading input
+        from task_space.zero_shot import check_direction
+
+        check_direction(translator.directions, translator.config.languages,
+                        task["src_lang"], task["tgt_lang"],
+                        getattr(args, "allow_zero_shot", False), args.tflite)
 
         def run_search(sentences, **search):
             return translator.translate_nbest(sentences, **task, **search)
@@ -244,7 +262,29 @@ def _translate_with_tflite(args):
     return 0
 
 
+def check_gnmt_task_flags(args, payload):
+    """Refuses the task-space flags a GNMT model directory cannot honour:
+    `--tags`, and `--src-lang` / `--tgt-lang` other than its one direction.
+
+    Raises:
+      ValueError: naming the flag and the model's direction.
+    """
+    src, tgt = payload.get("src_lang"), payload.get("tgt_lang")
+    trained = f"{src}->{tgt}" if src and tgt else "one direction"
+    if getattr(args, "tags", None) is not None:
+        raise ValueError(f"--tags is for task-space models; {args.model} is "
+                         f"a GNMT model ({trained})")
+    for flag, key, value in (("--src-lang", "src_lang", src),
+                             ("--tgt-lang", "tgt_lang", tgt)):
+        asked = getattr(args, key, None)
+        if asked is not None and asked != value:
+            raise ValueError(f"{args.model} is a GNMT model that translates "
+                             f"{trained} only; it cannot honour {flag} "
+                             f"{asked}")
+
+
 def run(args):
+    check_files(args)
     if args.server:
         return _translate_through_server(args)
     if args.tflite:
@@ -257,10 +297,12 @@ def run(args):
     from gnmt_tf.model_dir import read_config
     from task_space.registry import MODEL_TYPES as TASK_SPACE_TYPES
 
-    if read_config(args.model).get("model_type") in TASK_SPACE_TYPES:
+    payload = read_config(args.model)
+    if payload.get("model_type") in TASK_SPACE_TYPES:
         from task_space.cli import translate_from_args
 
         return translate_from_args(args)
+    check_gnmt_task_flags(args, payload)
     options = search_options(args)
     sentences = read_input(args.input)
 
