@@ -30,6 +30,7 @@ INSTALL_REQUIRES = [
     "numpy>=1.26,<3",
     "grpcio>=1.60,<2",
     "protobuf>=6.31.1,<8",  # the range TensorFlow 2.21 accepts
+    "filelock>=3.12,<5",  # one training run per model dir (model_dir_guard)
 ]
 
 setup(
@@ -48,10 +49,11 @@ setup(
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
     # reference of the task-space benchmark and its converter test;
     # matplotlib draws the benchmark plots; tf2onnx + onnxruntime make and
-    # check `gnmt-tf export onnx`.
+    # check `gnmt-tf export onnx`; hypothesis drives the property tests.
     extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
                             "ctranslate2==4.8.5", "matplotlib>=3.8",
-                            "tf2onnx==1.17.0", "onnxruntime==1.32.0"]},
+                            "tf2onnx==1.17.0", "onnxruntime==1.32.0",
+                            "hypothesis==6.170.15", "import-linter==2.17"]},
     entry_points={
         "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],
         # Model types by config.json's "model_type" (gnmt_tf.model_types).

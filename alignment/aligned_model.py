@@ -264,11 +264,19 @@ class AlignedTranslationModel(keras.Model):
         return self.translation_model.default_task
 
     @property
+    def trained_tasks(self):
+        return self.translation_model.trained_tasks
+
+    @property
+    def fixed_task(self):
+        return self.translation_model.fixed_task
+
+    @property
     def source_prefix(self):
         return self.translation_model.source_prefix
 
-    def attach_vocabulary(self, subwords, payload):
-        attach = getattr(self.translation_model, "attach_vocabulary", None)
+    def attach_model_dir(self, subwords, payload):
+        attach = getattr(self.translation_model, "attach_model_dir", None)
         if attach is not None:
             attach(subwords, payload)
 

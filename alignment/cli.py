@@ -14,6 +14,8 @@ import argparse
 import itertools
 import sys
 
+from gnmt_tf.cli.arg_types import number, positive_float, positive_int
+
 _METHODS = ("intersect", "union", "grow-diag", "grow-diag-final",
             "grow-diag-final-and")
 
@@ -39,13 +41,15 @@ def register(subparsers) -> argparse.ArgumentParser:
                         help="re-estimate the diagonal tension")
     parser.add_argument("-v", "--variational-bayes", action="store_true",
                         help="Dirichlet prior on lexical translations")
-    parser.add_argument("-I", "--iterations", type=int, default=5,
+    parser.add_argument("-I", "--iterations", type=positive_int, default=5,
                         help="EM iterations incl. the final alignment pass (5)")
-    parser.add_argument("-p", "--p0", type=float, default=0.08,
+    parser.add_argument("-p", "--p0", type=number(minimum=0, below=1),
+                        default=0.08,
                         help="null alignment probability with -d (0.08)")
-    parser.add_argument("-T", "--diagonal-tension", type=float, default=4.0,
+    parser.add_argument("-T", "--diagonal-tension", type=positive_float,
+                        default=4.0,
                         help="starting diagonal tension (4.0)")
-    parser.add_argument("-a", "--alpha", type=float, default=0.01,
+    parser.add_argument("-a", "--alpha", type=positive_float, default=0.01,
                         help="Dirichlet concentration for -v (0.01)")
     parser.add_argument("-N", "--no-null-word", action="store_true",
                         help="do not align to the null word")
@@ -113,9 +117,16 @@ def run(args) -> int:
         if args.iterations < 1:
             return _error(f"-I must be >= 1, got {args.iterations}")
         action = _align
+    from gnmt_tf.io_utils import atomic_write, check_output_file
+
     try:
+        # Written to a temporary file renamed on success: bad input leaves
+        # an existing --output as it was, and an input is never emptied.
+        check_output_file(args.output, {
+            "-i/--input": args.input, "--forward": args.forward,
+            "--reverse": args.reverse if reverse_file else None})
         if args.output:
-            with open(args.output, "w", encoding="utf-8") as out:
+            with atomic_write(args.output) as out:
                 action(args, out)
         else:
             action(args, sys.stdout)

@@ -75,7 +75,9 @@ def _opened(path_or_file, mode: str):
     if hasattr(path_or_file, "read") or hasattr(path_or_file, "write"):
         yield path_or_file
     else:
-        with open(path_or_file, mode, encoding="utf-8") as f:
+        # Lines end at "\n" only (a stray "\r" is not a line break), as
+        # in `gnmt_tf.data.corpus.decode_lines`.
+        with open(path_or_file, mode, encoding="utf-8", newline="\n") as f:
             yield f
 
 

@@ -22,15 +22,18 @@ action runs.
 
 import sys
 
+from gnmt_tf.cli.arg_types import (finite_float, non_negative_int, number,
+                                   positive_float, positive_int)
+
 ACTIONS = ("savedmodel", "tflite", "qat", "tensorrt", "onnx")
 
 
 def _add_search_arguments(parser):
-    parser.add_argument("--beam-size", type=int, default=5,
+    parser.add_argument("--beam-size", type=positive_int, default=5,
                         help="default beam size of serving_default (1 = greedy)")
-    parser.add_argument("--alpha", type=float, default=0.6,
+    parser.add_argument("--alpha", type=finite_float, default=0.6,
                         help="GNMT length-normalisation exponent")
-    parser.add_argument("--beta", type=float, default=0.0,
+    parser.add_argument("--beta", type=finite_float, default=0.0,
                         help="GNMT coverage-penalty weight")
 
 
@@ -63,7 +66,8 @@ def register(subparsers):
         "--beam-sizes", default="1,2,4",
         help="comma-separated beam sizes translate_with_options accepts "
              "(the default beam size is always added)")
-    savedmodel.add_argument("--max-source-length", type=int, default=250,
+    savedmodel.add_argument("--max-source-length", type=positive_int,
+                            default=250,
                             help="reject longer inputs (subwords)")
     savedmodel.add_argument(
         "--warmup", help="file of warm-up sentences, one a line "
@@ -78,12 +82,13 @@ def register(subparsers):
         choices=["float32", "dynamic_range", "float16"],
         help="weight format (dynamic_range: int8 weights, float activations)")
     tflite.add_argument(
-        "--max-source-length", type=int, default=None,
+        "--max-source-length", type=number(integer=True, minimum=2),
+        default=None,
         help="longest source in subwords, end token included (decode_step's "
              "fixed attention-memory length; default 128, task-space models: "
              "their max_sequence_length + 1, + 2 with a <2xx> source token)")
     tflite.add_argument(
-        "--max-target-length", type=int, default=None,
+        "--max-target-length", type=positive_int, default=None,
         help="task-space models: KV-cache length, the longest output in "
              "subwords with the end token (default: max_sequence_length, at "
              "most 128)")
@@ -101,14 +106,15 @@ def register(subparsers):
                      help="QAT model directory to write (or resume)")
     qat.add_argument("--data-dir", help="training data (default $GNMT_TF_DATA, "
                      "else the Multi30k download cache)")
-    qat.add_argument("--steps", type=int, default=1000,
+    qat.add_argument("--steps", type=positive_int, default=1000,
                      help="fine-tuning steps")
-    qat.add_argument("--minutes", type=float,
+    qat.add_argument("--minutes", type=positive_float,
                      help="wall-time budget in minutes")
-    qat.add_argument("--learning-rate", type=float,
+    qat.add_argument("--learning-rate", type=positive_float,
                      help="peak learning rate (default: a tenth of the "
                           "float run's)")
-    qat.add_argument("--calibration-batches", type=int, default=20,
+    qat.add_argument("--calibration-batches", type=non_negative_int,
+                     default=20,
                      help="batches that set the initial activation ranges")
 
     tensorrt = actions.add_parser(
@@ -130,7 +136,7 @@ def register(subparsers):
     onnx.add_argument("--model", required=True,
                       help="trained GNMT (or QAT) model directory")
     onnx.add_argument("--out", required=True, help="output directory")
-    onnx.add_argument("--opset", type=int, default=17)
+    onnx.add_argument("--opset", type=positive_int, default=17)
 
     parser.set_defaults(func=run)
 

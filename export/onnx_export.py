@@ -25,7 +25,6 @@ encode = onnxruntime.InferenceSession(str(paths["encode"]))
 """
 
 import pathlib
-import shutil
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
@@ -33,6 +32,7 @@ import tensorflow as tf
 
 from export.savedmodel import make_step_functions
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.io_utils import atomic_path, copy_file_atomic
 
 DEFAULT_OPSET = 17
 NEXT_PREFIX = "next_"
@@ -77,9 +77,9 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
     for name, function in (("encode", encode), ("decode_step", decode_step)):
         traced, specs = _positional(function)
         paths[name] = out_dir / f"{name}.onnx"
-        tf2onnx.convert.from_function(traced, input_signature=specs,
-                                      opset=opset,
-                                      output_path=str(paths[name]))
+        with atomic_path(paths[name]) as tmp:
+            tf2onnx.convert.from_function(traced, input_signature=specs,
+                                          opset=opset, output_path=str(tmp))
     return paths
 
 
@@ -103,5 +103,5 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     model, subwords, _ = model_dir_lib.load_model(model_dir)
     paths = convert_step_functions(model, out_dir, opset)
     paths["vocabulary"] = pathlib.Path(out_dir) / model_dir_lib.VOCAB_FILE
-    shutil.copyfile(subwords.model_path, paths["vocabulary"])
+    copy_file_atomic(subwords.model_path, paths["vocabulary"])
     return paths

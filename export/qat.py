@@ -28,8 +28,8 @@ parts: `copy_float_weights`, `finetune_train_config`, `prepare_out_dir` and
 """
 
 import dataclasses
+import os
 import pathlib
-import shutil
 import sys
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -41,8 +41,10 @@ from export import quantization
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf import model_types
 from gnmt_tf.config import GNMTConfig, TrainConfig, from_dict
+from gnmt_tf.io_utils import copy_file_atomic
 from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
 from gnmt_tf.models.gnmt import GNMT
+from gnmt_tf.training.model_dir_guard import claim_model_dir
 
 MODEL_TYPE = "gnmt_qat"  # declared in export.registry
 
@@ -224,11 +226,18 @@ def finetune_train_config(train_config, steps, minutes=None,
 
 
 def prepare_out_dir(model_dir, out_model_dir):
-    """Creates the QAT model directory with the float model's vocabulary."""
+    """Creates the QAT model directory with the float model's vocabulary.
+
+    Raises:
+      ValueError: `out_model_dir` is the float model directory itself.
+    """
     out = pathlib.Path(out_model_dir)
+    if out.exists() and os.path.samefile(out, model_dir):
+        raise ValueError(f"the QAT model directory {out} is the float model "
+                         "directory; write it to another one")
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE,
-                    out / model_dir_lib.VOCAB_FILE)
+    copy_file_atomic(pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE,
+                     out / model_dir_lib.VOCAB_FILE)
     return out
 
 
@@ -326,13 +335,14 @@ def qat_finetune_gnmt(model_dir, out_model_dir, data_dir, steps=1000,
         # delta stays where the float training left it.
         delta_start=delta, delta_end=delta, delta_anneal_steps=1)
 
-    out = prepare_out_dir(model_dir, out_model_dir)
-    model_dir_lib.write_config(
-        out, MODEL_TYPE, model.config, train_config,
-        {"src_lang": src_lang, "tgt_lang": tgt_lang,
-         "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
-    keras.utils.set_random_seed(train_config.seed)  # before the shuffle
-    dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
-                               train_config)
-    return finetune(model, train_config, dataset, out, calibration_batches,
-                    log_every)
+    with claim_model_dir(out_model_dir):
+        out = prepare_out_dir(model_dir, out_model_dir)
+        model_dir_lib.write_config(
+            out, MODEL_TYPE, model.config, train_config,
+            {"src_lang": src_lang, "tgt_lang": tgt_lang,
+             "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
+        keras.utils.set_random_seed(train_config.seed)  # before the shuffle
+        dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
+                                   train_config)
+        return finetune(model, train_config, dataset, out,
+                        calibration_batches, log_every)

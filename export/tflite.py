@@ -53,6 +53,8 @@ import tensorflow as tf
 from export import tflite_int8
 from export.savedmodel import make_step_functions
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
+from gnmt_tf.io_utils import write_text_atomic
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16", "int8")
 SIGNATURE_KEYS = tflite_int8.SIGNATURE_KEYS
@@ -218,6 +220,8 @@ def export_metadata(model, payload, max_source_length, max_target_length):
             "input": prefix[0], "ids": list(prefix[1])},
         "default_task": {k: v if isinstance(v, str) else list(v)
                          for k, v in model.default_task.items()},
+        "trained_tasks": model.trained_tasks,
+        "fixed_task": model.fixed_task,
         "bos_id": model.config.bos_id,
         "eos_id": model.config.eos_id,
         "max_source_length": max_source_length,
@@ -269,19 +273,8 @@ def export_tflite(model_dir, out_dir, quantization="float32",
     paths = {"model": out_dir / f"model_{quantization}.tflite",
              "vocabulary": out_dir / model_dir_lib.VOCAB_FILE,
              "metadata": out_dir / METADATA_FILE}
-    _write_atomically(paths["model"], flatbuffer)
-    _write_atomically(paths["vocabulary"],
-                      pathlib.Path(subwords.model_path).read_bytes())
+    write_bytes_atomic(paths["model"], flatbuffer)
+    copy_file_atomic(subwords.model_path, paths["vocabulary"])
     metadata = export_metadata(model, payload, *lengths)
-    _write_atomically(paths["metadata"],
-                      (json.dumps(metadata, indent=2) + "\n").encode())
+    write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths
-
-
-def _write_atomically(path, data):
-    """Writes `data` (bytes) to a temporary file beside `path`, then renames
-    it into place: a reader never sees a half-written file."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
-                                     delete=False) as f:
-        f.write(data)
-    pathlib.Path(f.name).replace(path)

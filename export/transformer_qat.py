@@ -32,6 +32,7 @@ from export import quantization
 from export import transformer_quantization as tq
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import TrainConfig, from_dict
+from gnmt_tf.training.model_dir_guard import claim_model_dir
 from task_space import registry
 from task_space.task_space_translation_model import TaskSpaceTranslationModel
 
@@ -135,13 +136,15 @@ def qat_finetune_transformer(model_dir, out_model_dir, data_dir, steps=1000,
     train_config = qat.finetune_train_config(
         from_dict(TrainConfig, payload["train"]), steps, minutes,
         learning_rate)
-    out = qat.prepare_out_dir(model_dir, out_model_dir)
-    model_dir_lib.write_config(
-        out, MODEL_TYPE, model.config, train_config,
-        {"task_space": dataclasses.asdict(options),
-         "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
-    keras.utils.set_random_seed(train_config.seed)  # before the shuffle
-    dataset = training_dataset(subwords, data_dir, model.config, options,
-                               train_config)
-    return qat.finetune(model, train_config, dataset, out,
-                        calibration_batches, log_every)
+    with claim_model_dir(out_model_dir):
+        out = qat.prepare_out_dir(model_dir, out_model_dir)
+        model_dir_lib.write_config(
+            out, MODEL_TYPE, model.config, train_config,
+            {"task_space": dataclasses.asdict(options),
+             "qat": {"float_model_dir": str(model_dir),
+                     "steps": int(steps)}})
+        keras.utils.set_random_seed(train_config.seed)  # before the shuffle
+        dataset = training_dataset(subwords, data_dir, model.config, options,
+                                   train_config)
+        return qat.finetune(model, train_config, dataset, out,
+                            calibration_batches, log_every)

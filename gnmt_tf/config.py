@@ -9,6 +9,8 @@ import dataclasses
 import json
 import typing
 
+from gnmt_tf.checks import check_number
+
 
 @dataclasses.dataclass(frozen=True)
 class GNMTConfig:
@@ -47,6 +49,21 @@ class GNMTConfig:
     eos_id: int = 3
 
     def __post_init__(self):
+        for name in ("vocabulary_size", "num_encoder_layers", "hidden_dim",
+                     "attention_dim"):
+            check_number(name, getattr(self, name), integer=True, minimum=1)
+        check_number("num_decoder_layers", self.num_decoder_layers,
+                     integer=True, minimum=1)
+        check_number("residual_start", self.residual_start, integer=True)
+        check_number("dropout", self.dropout, minimum=0, below=1)
+        check_number("logit_clip", self.logit_clip, above=0, optional=True)
+        specials = {"pad_id": self.pad_id, "unk_id": self.unk_id,
+                    "bos_id": self.bos_id, "eos_id": self.eos_id}
+        for name, value in specials.items():
+            check_number(name, value, integer=True, minimum=0,
+                         below=self.vocabulary_size)
+        if len(set(specials.values())) != len(specials):
+            raise ValueError(f"special ids must be distinct, got {specials}")
         if self.num_encoder_layers < 1 or self.num_decoder_layers < 2:
             # The attention context feeds the decoder layers above the bottom
             # one, so a decoder needs at least two layers.
@@ -92,6 +109,22 @@ class TrainConfig:
     delta_anneal_steps: int = 10000
     shuffle_buffer: int = 30000
     seed: int = 1234
+
+    def __post_init__(self):
+        for name in ("max_tokens", "max_length", "train_steps",
+                     "checkpoint_every", "shuffle_buffer",
+                     "delta_anneal_steps"):
+            check_number(name, getattr(self, name), integer=True, minimum=1)
+        check_number("warmup_steps", self.warmup_steps, integer=True,
+                     minimum=0)
+        check_number("seed", self.seed, integer=True, minimum=0)
+        for name in ("learning_rate", "clip_norm", "delta_start",
+                     "delta_end"):
+            check_number(name, getattr(self, name), above=0)
+        check_number("label_smoothing", self.label_smoothing, minimum=0,
+                     below=1)
+        check_number("max_minutes", self.max_minutes, above=0,
+                     optional=True)
 
 
 def _convert(value: str, field_type):

@@ -13,6 +13,7 @@ packages that declare other model types.
 
 import json
 import pathlib
+import sys
 
 from gnmt_tf import model_types
 
@@ -41,7 +42,10 @@ def write_config(model_dir, model_type, model_config, train_config, extra=None):
                "model": dataclasses.asdict(model_config),
                "train": dataclasses.asdict(train_config)}
     payload.update(extra or {})
-    (model_dir / CONFIG_FILE).write_text(json.dumps(payload, indent=2) + "\n")
+    from gnmt_tf.io_utils import write_text_atomic
+
+    write_text_atomic(model_dir / CONFIG_FILE,
+                      json.dumps(payload, indent=2) + "\n")
 
 
 def read_config(model_dir) -> dict:
@@ -68,29 +72,52 @@ def build_model(model_dir):
     return model_cls(config), payload
 
 
+def _checkpoints_newest_first(directory):
+    """Checkpoint paths of the index in `directory`, the latest first."""
+    import tensorflow as tf
+
+    state = tf.train.get_checkpoint_state(str(directory))
+    if state is None or not state.model_checkpoint_path:
+        return []
+    latest = state.model_checkpoint_path
+    return [latest] + [path for path in reversed(state.all_model_checkpoint_paths)
+                       if path != latest]
+
+
 def restore_latest(checkpoint, model_dir, expect_partial=True):
-    """Restores the newest checkpoint under `model_dir/checkpoints`.
+    """Restores the newest readable checkpoint under `model_dir/checkpoints`.
+
+    When the latest checkpoint cannot be read (truncated, deleted files), the
+    older ones of the index are tried, newest first, and stderr says which
+    one was restored instead.
 
     Returns:
       The checkpoint path restored, or None when there is none.
 
     Raises:
-      ValueError: the checkpoint exists but cannot be read (corrupt/truncated).
+      ValueError: no checkpoint of the index can be read (corrupt/truncated).
     """
-    import tensorflow as tf
-
-    directory = pathlib.Path(model_dir) / CHECKPOINT_DIR
-    latest = tf.train.latest_checkpoint(str(directory))
-    if latest is None:
-        return None
-    try:
-        status = checkpoint.restore(latest)
-        if expect_partial:
-            status.expect_partial()
-    except Exception as e:  # the reader raises OpError, IndexError, ... on damage
-        raise ValueError(f"cannot restore checkpoint {latest}: "
-                         f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
-    return latest
+    candidates = _checkpoints_newest_first(
+        pathlib.Path(model_dir) / CHECKPOINT_DIR)
+    failures = []
+    for path in candidates:
+        try:
+            status = checkpoint.restore(path)
+            if expect_partial:
+                status.expect_partial()
+        except Exception as e:  # the reader raises OpError, IndexError, ... on damage
+            failures.append(f"{type(e).__name__}: {str(e).splitlines()[0]}")
+            continue
+        if failures:
+            print(f"warning: cannot restore checkpoint {candidates[0]} "
+                  f"({failures[0]}); restored {path}, the newest readable "
+                  "one", file=sys.stderr)
+        return path
+    if failures:
+        older = " (nor any older one)" if len(candidates) > 1 else ""
+        raise ValueError(f"cannot restore checkpoint {candidates[0]}{older}: "
+                         f"{failures[0]}")
+    return None
 
 
 def load_model(model_dir):
@@ -112,7 +139,7 @@ def load_model(model_dir):
     model(model.dummy_inputs())  # create variables so restore checks them now
     if restore_latest(tf.train.Checkpoint(model=model), model_dir) is None:
         raise FileNotFoundError(f"no checkpoint in {pathlib.Path(model_dir) / CHECKPOINT_DIR}")
-    attach = getattr(model, "attach_vocabulary", None)
-    if attach is not None:  # inputs that depend on the vocabulary
+    attach = getattr(model, "attach_model_dir", None)
+    if attach is not None:  # what the model's inputs need from its directory
         attach(subwords, payload)
     return model, subwords, payload

@@ -36,6 +36,9 @@ class ModelType:
         --preset`).
       train: ``"module:function"`` called as `function(args)` with the
         parsed `gnmt-tf train` arguments, for `presets`.
+      train_arguments: ``"module:function"`` adding the type's own flags
+        to the `gnmt-tf train` parser (a light module: it runs for
+        `--help`).
       quantized_from: for a quantization-aware variant, the float type it
         is made from (`gnmt-tf export qat`).
       finetune: for such a variant, ``"module:function"`` that makes one
@@ -46,6 +49,7 @@ class ModelType:
     config_class: str
     presets: Tuple[str, ...] = ()
     train: Optional[str] = None
+    train_arguments: Optional[str] = None
     quantized_from: Optional[str] = None
     finetune: Optional[str] = None
 

@@ -26,6 +26,8 @@ class MyModel(keras.Model):
     source_prefix = None                      # nothing before the source
     max_target_length = None                  # no cache limit
     default_task = {"tgt_lang": "de"}
+    trained_tasks = [{"tgt_lang": "de"}, {"tgt_lang": "fr"}]
+    fixed_task = {"src_lang": "en"}
 
 translator = Translator(MyModel(config), subwords)
 translator.translate(["A dog runs."], tgt_lang="fr")
@@ -116,11 +118,22 @@ class Seq2SeqModel(typing.Protocol):
         warm-up requests and examples use it. `{}` without task inputs.
       source_prefix: None, or `(name, ids)`: each source starts with
         `ids[task[name]]` (a `<2xx>` target-language token, Johnson et al.).
+      trained_tasks: None (not recorded), or a list of dicts of the
+        single-valued task arguments seen in training (the trained
+        directions); others are zero-shot.
+      fixed_task: dict of what a model without those task inputs fixes
+        (a GNMT model's `src_lang` / `tgt_lang`).
+
+    A model may also define `attach_model_dir(subwords, payload)`:
+    `gnmt_tf.model_dir.load_model` calls it with the vocabulary and
+    `config.json`, to set what the attributes above read from the directory.
     """
 
     config: Any
     max_target_length: Optional[int]
     default_task: dict
+    trained_tasks: Optional[list]
+    fixed_task: dict
     source_prefix: Optional[Tuple[str, Tuple[int, ...]]]
 
     def task_inputs(self) -> Tuple[TaskInput, ...]:

@@ -77,8 +77,9 @@ class TFLiteTranslator:
         to it; without one, a model without task inputs is assumed).
 
     Attributes:
-      task_inputs: tuple of `TaskInput`, the task arguments it takes.
-      default_task: dict, the task of a typical request (`model.json`).
+      default_task, trained_tasks, fixed_task: as a `Seq2SeqModel`'s, read
+        from `model.json` (with `task_inputs()`: the task arguments it
+        takes).
       max_source_length: int or None. Longest source in subwords, end token
         and source prefix included (`decode_step`'s fixed memory length).
       max_output_length: int or None. Longest output in subwords, end token
@@ -99,8 +100,10 @@ class TFLiteTranslator:
                                      or model_path.parent / METADATA_FILE)
         metadata = (json.loads(metadata_path.read_text(encoding="utf-8"))
                     if metadata_path.exists() else {})
-        self.task_inputs = tuple(TaskInput.from_json(t)
-                                 for t in metadata.get("task_inputs", ()))
+        self._task_inputs = tuple(TaskInput.from_json(t)
+                                  for t in metadata.get("task_inputs", ()))
+        self.trained_tasks = metadata.get("trained_tasks")
+        self.fixed_task = metadata.get("fixed_task") or {}
         self.default_task = metadata.get("default_task", {})
         prefix = metadata.get("source_prefix")
         self.source_prefix = (None if prefix is None
@@ -118,7 +121,7 @@ class TFLiteTranslator:
         self._encode = self.interpreter.get_signature_runner("encode")
         self._step = self.interpreter.get_signature_runner("decode_step")
         self.encode_inputs = tuple(sorted(self._encode.get_input_details()))
-        known = {"source_ids"} | {t.name for t in self.task_inputs}
+        known = {"source_ids"} | {t.name for t in self._task_inputs}
         if not set(self.encode_inputs) <= known:
             raise ValueError(
                 f"{model_path}'s encode takes {list(self.encode_inputs)}, but "
@@ -289,6 +292,10 @@ class TFLiteTranslator:
             results.append((ids, float(score)))
         return results
 
+    def task_inputs(self):
+        """The `TaskInput`s of the export (as a `Seq2SeqModel`'s)."""
+        return self._task_inputs
+
     def task_arrays(self, **task):
         """Checks task arguments against `task_inputs`; returns `(prefix,
         arrays)`: the ids put before the subwords and the `encode` task
@@ -298,7 +305,7 @@ class TFLiteTranslator:
           ValueError: a missing, unexpected or unknown task argument, or
             values that must differ (naming the known ones).
         """
-        ids = check_task(self.task_inputs, task)
+        ids = check_task(self._task_inputs, task)
         prefix = []
         if self.source_prefix is not None:
             name, prefix_ids = self.source_prefix

@@ -8,13 +8,16 @@ input order.
 """
 
 import dataclasses
+import numbers
 import typing
 
 import numpy as np
 import tensorflow as tf
 
 from gnmt_tf import seq2seq_model
+from gnmt_tf.checks import check_number
 from gnmt_tf.decoding import beam_search, greedy_search
+from gnmt_tf.decoding.beam_search import EARLY_STOPPING_MODES
 
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
@@ -42,6 +45,25 @@ class SearchOptions:
     num_hypotheses: int = 1
     early_stopping: str = "gnmt"
     max_length_ratio: float = 2.0
+
+    def __post_init__(self):
+        check_number("beam_size", self.beam_size, integer=True, minimum=1)
+        check_number("num_hypotheses", self.num_hypotheses, integer=True,
+                     minimum=1, maximum=self.beam_size)
+        # Penalties may be graph tensors (the SavedModel's
+        # translate_with_options): only Python/NumPy numbers are checked.
+        for name, bounds in (("length_penalty", {}),
+                             ("coverage_penalty", {}),
+                             ("beam_width", {"above": 0}),
+                             ("max_length_ratio", {"above": 0})):
+            value = getattr(self, name)
+            if value is None or isinstance(value, numbers.Real):
+                check_number(name, value, optional=name == "beam_width",
+                             **bounds)
+        if self.early_stopping not in EARLY_STOPPING_MODES:
+            raise ValueError(f"early_stopping must be one of "
+                             f"{', '.join(EARLY_STOPPING_MODES)}, got "
+                             f"{self.early_stopping!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +248,7 @@ class Translator:
           ValueError: a bad task argument or an over-long input.
           TypeError: an input that is not a str.
         """
+        check_number("batch_size", batch_size, integer=True, minimum=1)
         ids = self.task_ids(**task)
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)

@@ -2,18 +2,11 @@
 
 Discovered by `gnmt_tf.cli.main` (which imports this module and calls
 `register`), so it stays light: TensorFlow is imported inside the `*_from_args`
-functions only. Importing it registers the `task_space_transformer` model type.
-
-Two ways in:
-
-- `gnmt-tf task-space train|translate|evaluate ...`, registered here, work
-  on their own.
-- The core `gnmt-tf train` / `gnmt-tf translate` commands can hand over to
-  `train_from_args` (when `--preset` starts with `transformer_`, see
-  `is_task_space_preset`) and `translate_from_args` (when the model
-  directory holds a task-space model, see `is_task_space_model_dir`); the
-  arguments these read are added by `add_train_arguments` /
-  `add_translate_arguments`.
+functions only. What is task-space specific lives here: training on Multi30k
+directions (`train_from_args`, also what `gnmt-tf train --preset
+transformer_*` runs through the model-type registry, with the flags of
+`add_train_arguments`) and scoring per direction (`evaluate_from_args`).
+`gnmt-tf task-space translate` is `gnmt-tf translate` for a model directory.
 
 Examples:
 
@@ -28,16 +21,10 @@ Examples:
 
 import os
 
-from task_space.registry import is_task_space_model_dir  # noqa: F401
-from task_space.registry import MODEL_TYPE  # noqa: F401
+from gnmt_tf.cli import task_flags
+from gnmt_tf.cli.arg_types import positive_float, positive_int
 
-PRESET_PREFIX = "transformer_"
 LIST_FIELDS = ("languages", "scene_tags")
-
-
-def is_task_space_preset(name) -> bool:
-    """True for the `task_space.presets` names (`transformer_*`)."""
-    return bool(name) and name.startswith(PRESET_PREFIX)
 
 
 def add_train_arguments(parser):
@@ -52,19 +39,8 @@ def add_train_arguments(parser):
              "examples (default: caption)")
 
 
-def add_translate_arguments(parser, languages=True):
-    """The task-space options that `gnmt-tf translate` lacks."""
-    if languages:
-        parser.add_argument("--src-lang", help="source language code")
-        parser.add_argument("--tgt-lang", help="target language code")
-    parser.add_argument(
-        "--tags", default=None,
-        help="task-space models: comma-separated scene tags, '' for none "
-             "(default: the tags the model was trained with)")
-
-
 def register(subparsers):
-    from gnmt_tf.cli.translate import add_search_arguments
+    from gnmt_tf.cli import translate as translate_cli
 
     parser = subparsers.add_parser(
         "task-space",
@@ -93,9 +69,9 @@ def register(subparsers):
     train.add_argument("--strategy", default="default",
                        choices=["default", "mirrored",
                                 "multi_worker_mirrored"])
-    train.add_argument("--minutes", type=float,
+    train.add_argument("--minutes", type=positive_float,
                        help="wall-time budget (same as --set max_minutes=M)")
-    train.add_argument("--log-every", type=int, default=100)
+    train.add_argument("--log-every", type=positive_int, default=100)
     train.set_defaults(func=train_from_args)
 
     translate = sub.add_parser(
@@ -104,10 +80,10 @@ def register(subparsers):
                            help="task-space model directory")
     translate.add_argument("--input", "-i", help="default: stdin")
     translate.add_argument("--output", "-o", help="default: stdout")
-    translate.add_argument("--batch-size", type=int, default=32)
-    add_translate_arguments(translate)
-    add_search_arguments(translate)
-    translate.set_defaults(func=translate_from_args)
+    translate.add_argument("--batch-size", type=positive_int, default=32)
+    task_flags.add_task_arguments(translate)
+    translate_cli.add_search_arguments(translate)
+    translate.set_defaults(func=translate_cli.run, server=None, tflite=None)
 
     evaluate = sub.add_parser(
         "evaluate", help="translate test sets and print sacreBLEU per "
@@ -128,12 +104,12 @@ def register(subparsers):
         "--tags", default=None,
         help="translate with these tags instead of each test set's own "
              "('' = none)")
-    evaluate.add_argument("--max-lines", type=int, default=None,
+    evaluate.add_argument("--max-lines", type=positive_int, default=None,
                           help="first lines of each direction (and WMT22 "
                                "domain) only")
-    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--batch-size", type=positive_int, default=32)
     evaluate.add_argument("--json", help="also write the scores here")
-    add_search_arguments(evaluate)
+    translate_cli.add_search_arguments(evaluate)
     evaluate.set_defaults(func=evaluate_from_args)
 
 
@@ -186,49 +162,6 @@ def train_from_args(args):
     return 0
 
 
-def translate_from_args(args):
-    """Translates `args.input` (or stdin) with a task-space model directory.
-
-    Reads `model`, `input`, `output`, `batch_size`, `src_lang`, `tgt_lang`,
-    `tags` (None = the model's training tags) and the search options of
-    `gnmt_tf.cli.translate.add_search_arguments`.
-
-    Raises:
-        ValueError: missing or unknown language, unknown tag (before the
-            model is loaded).
-    """
-    from gnmt_tf.cli.translate import (
-        note_empty_lines, read_input, search_options, write_results)
-    from task_space.data import parse_tags
-    from task_space.training import read_task_space_config
-
-    options = search_options(args)
-    config, trained = read_task_space_config(args.model)
-    src_lang, tgt_lang = (getattr(args, "src_lang", None),
-                          getattr(args, "tgt_lang", None))
-    if not src_lang or not tgt_lang:
-        raise ValueError("--src-lang and --tgt-lang are required for a "
-                         f"task-space model (its languages: "
-                         f"{list(config.languages)})")
-    tags = getattr(args, "tags", None)
-    if tags is None:
-        tags = trained.tags
-    config.language_id(src_lang)
-    config.language_id(tgt_lang)
-    config.tag_vector(parse_tags(tags))
-    sentences = read_input(args.input)
-
-    from gnmt_tf.translator import Translator
-
-    translator = Translator.from_model_dir(args.model)
-    note_empty_lines(sentences)
-    results = translator.translate_nbest(
-        sentences, options, args.batch_size, src_lang=src_lang,
-        tgt_lang=tgt_lang, tags=tags)
-    write_results(results, options, args.output)
-    return 0
-
-
 def evaluate_from_args(args):
     """Scores a task-space model per direction (and per WMT22 domain)."""
     import json
@@ -238,8 +171,10 @@ def evaluate_from_args(args):
     from task_space import data as data_lib
     from task_space.evaluation import (evaluate_tasks, format_rows,
                                        group_by_task)
+    from gnmt_tf.io_utils import check_output_file
     from task_space.training import read_task_space_config
 
+    check_output_file(args.json)
     options = search_options(args)
     config, _ = read_task_space_config(args.model)
     tags = None if args.tags is None else data_lib.parse_tags(args.tags)
@@ -271,7 +206,9 @@ def evaluate_from_args(args):
                           tags)
     print(format_rows(rows))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([{k: v for k, v in row.items() if k != "hypotheses"}
-                       for row in rows], f, indent=2)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(
+            [{k: v for k, v in row.items() if k != "hypotheses"}
+             for row in rows], indent=2))
     return 0

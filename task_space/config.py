@@ -6,6 +6,7 @@ Imports no TensorFlow, so the CLI can read and override configs cheaply.
 import dataclasses
 from typing import Iterable, Mapping, Sequence, Tuple
 
+from gnmt_tf.checks import check_number
 from task_space.presets import TRANSFORMER_PRESETS
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "cs")
@@ -84,6 +85,8 @@ class TransformerConfig:
             raise ValueError(
                 f"hidden_dim ({self.hidden_dim}) must be divisible by "
                 f"num_heads ({self.num_heads})")
+        check_number("layer_norm_epsilon", self.layer_norm_epsilon,
+                     above=0)
         for name in ("dropout", "attention_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(

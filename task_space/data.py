@@ -440,8 +440,9 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
 
     keep = kept_indices(encoded.source_ids, encoded.target_ids, max_length)
     if not keep:
-        raise ValueError("no sentence pairs left after length filtering "
-                         f"(max_length={max_length})")
+        raise ValueError(f"no sentence pair fits max_length={max_length} "
+                         "subwords; raise it (--set max_length=N "
+                         "max_sequence_length=N)")
     if shuffle:  # examples come grouped by direction
         keep = permuted(keep, seed)
     source_ids = [encoded.source_ids[i] for i in keep]

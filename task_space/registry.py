@@ -1,8 +1,7 @@
 """The model type `task_space` declares (an entry point in setup.py; light,
-no TensorFlow): the task-space Transformer, and a test for its directories.
+no TensorFlow): the task-space Transformer.
 """
 
-from gnmt_tf import model_dir as _model_dir
 from gnmt_tf.model_types import ModelType
 
 MODEL_TYPE = "task_space_transformer"
@@ -16,13 +15,5 @@ TASK_SPACE_TRANSFORMER = ModelType(
                  "TaskSpaceTranslationModel"),
     config_class="task_space.config:TransformerConfig",
     presets=("transformer_tiny", "transformer_small", "transformer_base"),
-    train="task_space.cli:train_from_args")
-
-
-def is_task_space_model_dir(model_dir) -> bool:
-    """True when `model_dir/config.json` names a task-space model type,
-    float or QAT (False when there is no readable config)."""
-    try:
-        return _model_dir.read_config(model_dir).get("model_type") in MODEL_TYPES
-    except (FileNotFoundError, ValueError):
-        return False
+    train="task_space.cli:train_from_args",
+    train_arguments="task_space.cli:add_train_arguments")

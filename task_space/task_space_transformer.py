@@ -210,12 +210,14 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
 
     # `<2xx>` token ids per language, for a model trained with one before
     # each source (the Johnson et al. baseline); None for the task space.
-    # `TaskSpaceTranslationModel.attach_vocabulary` sets it from the model
+    # `TaskSpaceTranslationModel.attach_model_dir` sets it from the model
     # directory.
     language_token_ids = None
     # The task of a typical request (warm-up requests); set from the model
-    # directory by `attach_vocabulary`.
+    # directory by `attach_model_dir`.
     default_task = {"src_lang": "en", "tgt_lang": "de", "tags": ()}
+    trained_tasks = None  # from the model directory, as default_task
+    fixed_task = {}
 
     @property
     def max_target_length(self):

@@ -15,7 +15,7 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
 
     `gnmt_tf.training.trainer.fit` and `gnmt_tf.model_dir.load_model` call
     `model(model.dummy_inputs())` to create variables before restoring a
-    checkpoint, and `attach_vocabulary` after loading; this subclass adds
+    checkpoint, and `attach_model_dir` after loading; this subclass adds
     those methods and nothing else, so its variables (and checkpoints) are
     exactly those of `TaskSpaceTransformer`.
 
@@ -37,7 +37,7 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
                 "tgt_lang": tf.zeros([1], tf.int32),
                 "tags": tf.zeros([1, c.num_tags], tf.int32)}
 
-    def attach_vocabulary(self, subwords, payload):
+    def attach_model_dir(self, subwords, payload):
         """Reads what the model's inputs need from its directory
         (`payload` is its `config.json`): the `<2xx>` token ids of a model
         trained with them, and a trained direction as `default_task`."""
@@ -56,3 +56,6 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
         self.default_task = {
             "src_lang": src, "tgt_lang": tgt,
             "tags": data_lib.parse_tags(options.get("tags") or ())}
+        # Old model directories do not record their directions: None.
+        self.trained_tasks = None if not options.get("directions") else [
+            {"src_lang": s, "tgt_lang": t} for s, t in pairs]

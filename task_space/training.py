@@ -28,6 +28,7 @@ import typing
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.checks import check_number
 from gnmt_tf.config import TrainConfig
 from gnmt_tf.data import corpus
 from task_space import data as data_lib
@@ -73,6 +74,12 @@ class TaskSpaceOptions:
     target_language_token: bool = False
     validation_lines: int = 100
     max_lines: typing.Optional[int] = None
+
+    def __post_init__(self):
+        check_number("validation_lines", self.validation_lines, integer=True,
+                     minimum=0)
+        check_number("max_lines", self.max_lines, integer=True, minimum=1,
+                     optional=True)
 
 
 def get_preset(name):
@@ -129,15 +136,17 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
     Returns:
         `gnmt_tf.training.trainer.TrainResult`.
 
+    The run holds the directory's lock, and a run that fails before its
+    first checkpoint leaves no half-made directory
+    (`gnmt_tf.training.model_dir_guard.claim_model_dir`).
+
     Raises:
         ValueError: bad directions or tags, or `directions` differing from
             the ones a resumed model directory was trained on.
+        gnmt_tf.training.model_dir_guard.ModelDirBusyError: another run
+            trains in `model_dir`.
     """
-    import tf_keras as keras
-
-    from gnmt_tf.training import trainer
-    from task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+    from gnmt_tf.training.model_dir_guard import claim_model_dir
 
     options = options or TaskSpaceOptions()
     if directions is not None:
@@ -148,6 +157,20 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
         preset_model, preset_train = get_preset("transformer_small")
         model_config = model_config or preset_model
         train_config = train_config or preset_train
+
+    with claim_model_dir(model_dir):
+        return _train_task_space(model_dir, data_dir, model_config,
+                                 train_config, options, vocab, strategy,
+                                 log_every)
+
+
+def _train_task_space(model_dir, data_dir, model_config, train_config,
+                      options, vocab, strategy, log_every):
+    import tf_keras as keras
+
+    from gnmt_tf.training import trainer
+    from task_space.task_space_translation_model import (
+        TaskSpaceTranslationModel)
 
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
     if config_path.exists():

@@ -4,12 +4,28 @@ import gzip
 import os
 import pathlib
 import random
+import subprocess
+import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+# Property tests (Hypothesis): "fast" keeps all of them within about a minute
+# of `make test` (each test caps its own max_examples below this); the tests
+# marked slow run the "long" profile (`make test-all`). Derandomized and
+# without an example database, so runs are repeatable and write no files.
+settings.register_profile(
+    "fast", max_examples=25, deadline=None, derandomize=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow,
+                           HealthCheck.function_scoped_fixture])
+settings.register_profile("long", settings.get_profile("fast"),
+                          max_examples=300, derandomize=False)
+settings.load_profile("fast")
 
 
 def pytest_addoption(parser):
@@ -82,6 +98,30 @@ def tiny_model_dir(toy_data_dir, tmp_path_factory):
     train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10"])
     train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config)
     return model_dir
+
+
+_HOLD_LOCK = """
+import sys
+from gnmt_tf.training.model_dir_guard import claim_model_dir
+with claim_model_dir(sys.argv[1]):
+    print("held", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+@pytest.fixture
+def locked_dir(tmp_path):
+    """A model directory whose training lock another process holds."""
+    path = tmp_path / "locked_model"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield path
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ def register(subparsers):
 
 
 def run(args):
-    from gnmt_tf.cli.errors import UsageError
+    from gnmt_tf.errors import UsageError
     from gnmt_tf.data import download
 
     try:

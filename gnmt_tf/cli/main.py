@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from gnmt_tf.cli.errors import UsageError
+from gnmt_tf.errors import UsageError
 
 CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
                  "gnmt_tf.cli.translate", "gnmt_tf.cli.evaluate",
@@ -21,8 +21,17 @@ PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "serving.cli", "task_space.cli
 __all__ = ["UsageError", "build_parser", "main"]
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors (`gnmt-tf translate: error: argument
+    --batch-size: must be an integer >= 1, got '-3'`), exit status 2; its
+    subcommand parsers are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="gnmt-tf",
         description="Train, evaluate, export and serve neural machine translation models.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -39,13 +48,22 @@ def build_parser():
     return parser
 
 
+def describe_error(error) -> str:
+    """One line for a user error: `path: reason` for the OS errors that name
+    a file (`[Errno 21] Is a directory: 'x'` becomes `x: Is a directory`)."""
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        return f"{error.filename}: {error.strerror}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
-    except (UsageError, FileNotFoundError, ValueError, TypeError,
+    except (UsageError, OSError, ValueError, TypeError,
             UnicodeDecodeError) as e:
-        print(f"gnmt-tf {args.command}: error: {e}", file=sys.stderr)
+        print(f"gnmt-tf {args.command}: error: {describe_error(e)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"gnmt-tf {args.command}: interrupted", file=sys.stderr)

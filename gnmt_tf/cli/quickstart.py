@@ -7,6 +7,8 @@ downloading the corpus there first (SHA-256 verified) when it is not there yet.
 import os
 import sys
 
+from gnmt_tf.cli.arg_types import non_negative_int, positive_float, positive_int
+
 
 def register(subparsers):
     parser = subparsers.add_parser(
@@ -14,11 +16,11 @@ def register(subparsers):
         help="vocabulary + small GNMT + beam search + sacreBLEU on Multi30k en->de")
     parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"))
     parser.add_argument("--model-dir", default="runs/quickstart")
-    parser.add_argument("--minutes", type=float, default=5.0,
+    parser.add_argument("--minutes", type=positive_float, default=5.0,
                         help="training time budget (longer trains better)")
     parser.add_argument("--preset", default="gnmt_small")
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--show", type=int, default=5,
+    parser.add_argument("--beam-size", type=positive_int, default=5)
+    parser.add_argument("--show", type=non_negative_int, default=5,
                         help="translations to print")
     parser.add_argument(
         "--no-download", dest="download", action="store_false",
@@ -38,7 +40,7 @@ def quickstart_data(data_dir=None, download=True, progress=sys.stderr):
       FileNotFoundError: a given directory is missing, or no data and
         `download` is False.
     """
-    from gnmt_tf.cli.errors import UsageError
+    from gnmt_tf.errors import UsageError
     from gnmt_tf.data import corpus
     from gnmt_tf.data import download as downloads
 

@@ -1,14 +1,23 @@
-"""`gnmt-tf train`: train or resume a model directory with `model.fit`."""
+"""`gnmt-tf train`: train or resume a model directory with `model.fit`.
+
+The preset names the model type (`gnmt_tf.model_types`), whose declared
+`train` function runs; model types may declare flags of their own
+(`train_arguments`).
+"""
 
 import os
+
+from gnmt_tf import model_types
+from gnmt_tf.cli.arg_types import positive_float, positive_int
 
 
 def register(subparsers):
     parser = subparsers.add_parser(
         "train", help="train (or resume) a model with model.fit")
+    presets = [p for t in model_types.model_types().values()
+               for p in t.presets]
     parser.add_argument("--preset", default="gnmt_small",
-                        help="gnmt_tiny, gnmt_small, gnmt_8x8 (gnmt_tf.presets) or "
-                             "transformer_tiny/small/base (task_space.presets)")
+                        help=f"one of {', '.join(presets)}")
     parser.add_argument("--model-dir", required=True,
                         help="config, vocabulary and checkpoints go here; "
                              "an existing one is resumed")
@@ -24,28 +33,23 @@ def register(subparsers):
                                         "instead of training one")
     parser.add_argument("--strategy", default="default",
                         choices=["default", "mirrored", "multi_worker_mirrored"])
-    parser.add_argument("--minutes", type=float,
+    parser.add_argument("--minutes", type=positive_float,
                         help="wall-time budget (same as --set max_minutes=M)")
-    parser.add_argument("--log-every", type=int, default=100)
-    _optional_task_space_arguments(parser, "add_train_arguments")
+    parser.add_argument("--log-every", type=positive_int, default=100)
+    adders = {t.train_arguments for t in model_types.model_types().values()
+              if t.train_arguments}
+    for adder in sorted(adders):
+        model_types.load_object(adder)(parser)
     parser.set_defaults(func=run)
 
 
-def _optional_task_space_arguments(parser, adder):
-    """Adds the task-space options (--directions, --tags) when installed."""
-    try:
-        import task_space.cli as task_space_cli
-    except ImportError:
-        return None
-    getattr(task_space_cli, adder)(parser)
-    return task_space_cli
-
-
 def run(args):
-    if args.preset.startswith("transformer_"):
-        from task_space.cli import train_from_args
+    _, model_type = model_types.model_type_of_preset(args.preset)
+    return model_types.load_object(model_type.train)(args)
 
-        return train_from_args(args)
+
+def train_gnmt_from_args(args):
+    """`gnmt-tf train` for the GNMT presets."""
     from gnmt_tf.config import split_overrides
     from gnmt_tf.presets import get_preset
     from gnmt_tf.training.trainer import train_gnmt

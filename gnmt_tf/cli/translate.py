@@ -8,6 +8,9 @@ by `gnmt_tf.tflite_translator`); task-space models take ``--src-lang``,
 
 import sys
 
+from gnmt_tf.cli import task_flags
+from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
 # so that `--server` can tell which ones were given.
@@ -20,18 +23,18 @@ _SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6)
 
 def add_search_arguments(parser):
     """Adds the search flags (`search_options` reads them)."""
-    parser.add_argument("--beam-size", type=int, default=None,
+    parser.add_argument("--beam-size", type=positive_int, default=None,
                         help="1 = greedy search (default 5)")
-    parser.add_argument("--alpha", type=float, default=None,
+    parser.add_argument("--alpha", type=finite_float, default=None,
                         help="GNMT length-normalisation exponent (default 0.6)")
-    parser.add_argument("--beta", type=float, default=None,
+    parser.add_argument("--beta", type=finite_float, default=None,
                         help="GNMT coverage-penalty weight (default 0)")
-    parser.add_argument("--beam-width", type=float, default=None,
+    parser.add_argument("--beam-width", type=positive_float, default=None,
                         help="GNMT pruning: drop candidates this far below the best")
     parser.add_argument("--early-stopping", default=None,
                         choices=["gnmt", "exact", "none"],
                         help="default gnmt")
-    parser.add_argument("--n-best", type=int, default=None,
+    parser.add_argument("--n-best", type=positive_int, default=None,
                         help="print N hypotheses per input as 'i ||| text ||| "
                              "score' (default 1)")
 
@@ -108,11 +111,9 @@ def register(subparsers):
              "models, next to it)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     add_search_arguments(parser)
-    from gnmt_tf.cli.train import _optional_task_space_arguments
-
-    _optional_task_space_arguments(parser, "add_translate_arguments")
+    task_flags.add_task_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -143,11 +144,22 @@ def write_results(results, options, path):
     write_output(lines, path)
 
 
+def check_files(args):
+    """Checks `--output` before any work (see `gnmt_tf.io_utils`)."""
+    from gnmt_tf.io_utils import check_output_file
+
+    check_output_file(getattr(args, "output", None),
+                      {"--input": getattr(args, "input", None)})
+
+
 def write_output(lines, path):
+    """Writes one line per item to `path` (complete or not at all) or to
+    stdout."""
     text = "".join(line + "\n" for line in lines)
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        from gnmt_tf.io_utils import write_text_atomic
+
+        write_text_atomic(path, text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -216,8 +228,7 @@ def _translate_with_tflite(args):
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
     translator = TFLiteTranslator(args.tflite)
-    task = task_arguments(args, translator.task_inputs,
-                          translator.default_task)
+    task = task_flags.task_arguments(args, translator, args.tflite)
     translator.task_arrays(**task)  # a bad task fails before reading input
     sentences = read_input(args.input)
     note_empty_lines(sentences)
@@ -232,35 +243,8 @@ def _translate_with_tflite(args):
     return 0
 
 
-def task_arguments(args, task_inputs, default_task):
-    """The task flags (`--src-lang`, `--tgt-lang`, `--tags`) a model with
-    `task_inputs` takes, as keyword arguments; `--tags` defaults to the
-    training tags (`default_task`).
-
-    Raises:
-      ValueError: a task flag the model cannot honour, or a missing one.
-    """
-    given = {name: getattr(args, name, None)
-             for name in ("src_lang", "tgt_lang", "tags")}
-    names = {t.name for t in task_inputs}
-    refused = sorted(f"--{k.replace('_', '-')}" for k, v in given.items()
-                     if v is not None and k not in names)
-    if refused:
-        raise ValueError(f"{', '.join(refused)}: this model translates one "
-                         "fixed direction and takes no task options")
-    task = {k: v for k, v in given.items() if k in names}
-    if "tags" in names and task.get("tags") is None:
-        task["tags"] = default_task.get("tags", ())
-    missing = [f"--{t.name.replace('_', '-')}" for t in task_inputs
-               if not t.multi_hot and not task.get(t.name)]
-    if missing:
-        languages = next((t.values for t in task_inputs), ())
-        raise ValueError(f"{' and '.join(missing)} are required for this "
-                         f"model (its languages: {list(languages)})")
-    return task
-
-
 def run(args):
+    check_files(args)
     if args.server:
         return _translate_through_server(args)
     if args.tflite:
@@ -270,22 +254,16 @@ def run(args):
     if not args.model:
         raise ValueError("give --model DIR (or --server HOST:PORT, or "
                          "--tflite FILE)")
-    from gnmt_tf.model_dir import read_config
-    from task_space.registry import MODEL_TYPES as TASK_SPACE_TYPES
-
-    if read_config(args.model).get("model_type") in TASK_SPACE_TYPES:
-        from task_space.cli import translate_from_args
-
-        return translate_from_args(args)
     options = search_options(args)
-    sentences = read_input(args.input)
 
-    from gnmt_tf.model_dir import load_model
     from gnmt_tf.translator import Translator
 
-    model, subwords, _ = load_model(args.model)
-    translator = Translator(model, subwords)
+    translator = Translator.from_model_dir(args.model)
+    task = task_flags.task_arguments(args, translator.model, args.model)
+    translator.task_ids(**task)  # a bad task fails before reading input
+    sentences = read_input(args.input)
     note_empty_lines(sentences)
-    results = translator.translate_nbest(sentences, options, args.batch_size)
+    results = translator.translate_nbest(sentences, options, args.batch_size,
+                                         **task)
     write_results(results, options, args.output)
     return 0

@@ -130,7 +130,8 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
     """
     source_ids, target_ids = filter_pairs(source_ids, target_ids, max_length)
     if not source_ids:
-        raise ValueError("no sentence pairs left after length filtering")
+        raise ValueError(f"no sentence pair fits max_length={max_length} "
+                         "subwords; raise it (--set max_length=N)")
     return batch_by_length(teacher_forcing_features(source_ids, target_ids),
                            max_tokens, max_length, shuffle, shuffle_buffer,
                            repeat, seed)

@@ -23,13 +23,16 @@ def score_corpus(hypotheses, references) -> Scores:
     """Scores detokenised hypotheses against one reference per line.
 
     Raises:
-      ValueError: hypothesis and reference counts differ.
+      ValueError: hypothesis and reference counts differ, or there are none
+        (sacreBLEU would fail with an IndexError).
     """
     import sacrebleu
 
     hypotheses, references = list(hypotheses), list(references)
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:
+        raise ValueError("nothing to score: no hypotheses and no references")
     bleu = sacrebleu.metrics.BLEU()
     chrf = sacrebleu.metrics.CHRF()
     bleu_score = bleu.corpus_score(hypotheses, [references])

@@ -100,12 +100,21 @@ class GNMT(keras.Model):
 
     max_target_length = None  # the LSTM state has no length limit
     default_task = {}
+    trained_tasks = None
+    fixed_task = {}  # its direction, from the model directory
 
     def task_inputs(self):
         """None: a GNMT model translates the one direction it was trained on."""
         return ()
 
     source_prefix = None  # nothing before the source
+
+    def attach_model_dir(self, subwords, payload):
+        """Reads the one direction the model translates from `config.json`
+        (`payload`), as `fixed_task`."""
+        del subwords
+        self.fixed_task = {k: payload[k] for k in ("src_lang", "tgt_lang")
+                           if payload.get(k)}
 
     def initial_state(self, encoded, max_length=None):
         """Decoding state (nested dict, every tensor `[B, ...]`) from `encode`

@@ -8,8 +8,11 @@ Training and batch pre-tokenisation use the `sentencepiece` library; inside grap
 
 import io
 import pathlib
+import sys
+import unicodedata
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+SPECIAL_IDS = (PAD_ID, UNK_ID, BOS_ID, EOS_ID)
 
 
 def train_sentencepiece(sentences, model_prefix, vocabulary_size=8000,
@@ -19,35 +22,84 @@ def train_sentencepiece(sentences, model_prefix, vocabulary_size=8000,
     """Trains a SentencePiece model on an iterable of sentences.
 
     Ids are fixed to pad=0, unk=1, bos=2, eos=3 (the model configs' defaults).
-    `user_defined_symbols` (e.g. typed placeholders) never split.
+    `user_defined_symbols` (e.g. typed placeholders) never split. The model
+    is trained in a temporary folder next to `model_prefix` and its two files
+    are renamed into place only when training succeeds.
 
     Returns:
       Path of the written `<model_prefix>.model`.
     """
-    import sentencepiece as spm
+    import os
+    import tempfile
 
     sentences = [s for s in sentences if s.strip()]
     if not sentences:
         raise ValueError("no non-empty sentences to train a vocabulary on")
+    vocabulary_size = vocabulary_size_floor(
+        sentences, vocabulary_size, len(user_defined_symbols),
+        character_coverage)
     model_prefix = pathlib.Path(model_prefix)
     model_prefix.parent.mkdir(parents=True, exist_ok=True)
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences),
-        model_prefix=str(model_prefix),
-        vocab_size=vocabulary_size,
-        model_type=model_type,
-        character_coverage=character_coverage,
-        input_sentence_size=max_sentences,
-        shuffle_input_sentence=True,
-        pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-        user_defined_symbols=list(user_defined_symbols),
-        num_threads=2,
-        # A soft limit: small corpora (tests, new languages) get fewer pieces
-        # instead of an error; model configs take the real size.
-        hard_vocab_limit=False,
-        minloglevel=2,
-    )
-    return model_prefix.with_suffix(".model")
+    with tempfile.TemporaryDirectory(prefix=f".{model_prefix.name}.",
+                                     dir=model_prefix.parent) as staging:
+        staged = pathlib.Path(staging) / "spm"
+        _train(sentences, staged, vocabulary_size, model_type,
+               user_defined_symbols, character_coverage, max_sentences)
+        for suffix in (".vocab", ".model"):  # .model last: it marks success
+            os.replace(staged.with_suffix(suffix),
+                       model_prefix.with_name(model_prefix.name + suffix))
+    return model_prefix.with_name(model_prefix.name + ".model")
+
+
+def vocabulary_size_floor(sentences, vocabulary_size, num_user_symbols=0,
+                          character_coverage=1.0):
+    """`vocabulary_size`, raised (with a note on stderr) to what SentencePiece
+    needs: at full `character_coverage` one piece per distinct character of
+    the (NFKC-normalised) text, plus the special and user-defined pieces.
+
+    Without the floor a small preset on real text fails inside SentencePiece
+    ("Vocabulary size is smaller than required_chars").
+    """
+    if character_coverage < 1.0:
+        return vocabulary_size  # rare characters may fall back to <unk>
+    characters = set()
+    for sentence in sentences:
+        characters.update(unicodedata.normalize("NFKC", sentence))
+    distinct = len({c for c in characters if not c.isspace()})
+    # All whitespace becomes the one word-boundary piece.
+    needed = distinct + 1 + len(SPECIAL_IDS) + num_user_symbols
+    if vocabulary_size < needed:
+        print(f"note: vocabulary size raised from {vocabulary_size} to "
+              f"{needed}: SentencePiece needs a piece for each of the "
+              f"text's {distinct} distinct characters", file=sys.stderr)
+        return needed
+    return vocabulary_size
+
+
+def _train(sentences, model_prefix, vocabulary_size, model_type,
+           user_defined_symbols, character_coverage, max_sentences):
+    import sentencepiece as spm
+
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_prefix=str(model_prefix),
+            vocab_size=vocabulary_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            input_sentence_size=max_sentences,
+            shuffle_input_sentence=True,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            user_defined_symbols=list(user_defined_symbols),
+            num_threads=2,
+            # A soft limit: small corpora (tests, new languages) get fewer
+            # pieces instead of an error; model configs take the real size.
+            hard_vocab_limit=False,
+            minloglevel=2,
+        )
+    except (RuntimeError, ValueError) as e:  # INTERNAL / INVALID_ARGUMENT
+        raise ValueError(f"SentencePiece cannot train this vocabulary: "
+                         f"{str(e).splitlines()[0]}") from None
 
 
 class Subwords:
@@ -104,4 +156,6 @@ def write_vocabulary(subwords: Subwords, path):
     out = io.StringIO()
     for i in range(subwords.vocabulary_size):
         out.write(subwords._sp.IdToPiece(i) + "\n")
-    pathlib.Path(path).write_text(out.getvalue(), encoding="utf-8")
+    from gnmt_tf.io_utils import write_text_atomic
+
+    write_text_atomic(path, out.getvalue())

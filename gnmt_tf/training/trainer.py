@@ -4,7 +4,6 @@ checkpoints every N steps, resume after a kill, wall-time budget."""
 import dataclasses
 import math
 import pathlib
-import shutil
 import sys
 
 import tensorflow as tf
@@ -13,9 +12,11 @@ import tf_keras as keras
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.data import corpus
 from gnmt_tf.data.pipeline import make_dataset
+from gnmt_tf.io_utils import copy_file_atomic
 from gnmt_tf.text.subword import Subwords, train_sentencepiece
 from gnmt_tf.training import callbacks as callbacks_lib
 from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
+from gnmt_tf.training.model_dir_guard import claim_model_dir
 from gnmt_tf.training.schedules import WarmupRsqrtDecay
 
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored")
@@ -54,7 +55,7 @@ def prepare_vocabulary(model_dir, sentences, vocabulary_size, vocab=None,
         return Subwords(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if vocab:
-        shutil.copyfile(vocab, target)
+        copy_file_atomic(vocab, target)
     else:
         print(f"training a {vocabulary_size}-piece SentencePiece vocabulary",
               file=sys.stderr)
@@ -134,11 +135,21 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     On first use the config is written to `model_dir/config.json`; a resumed
     run reads the architecture from there, so a restart cannot silently change
     it. Validation loss on `val.*` is reported once per checkpoint interval.
+    The run holds the directory's lock, and a run that fails before its
+    first checkpoint leaves no half-made directory (`claim_model_dir`).
     """
-    from gnmt_tf.models.gnmt import GNMT
-
     data_dir = corpus.resolve_data_dir(data_dir)
     src, tgt = corpus.read_parallel(data_dir, "train", src_lang, tgt_lang)
+    with claim_model_dir(model_dir):
+        return _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
+                           model_config, train_config, vocab, strategy,
+                           log_every)
+
+
+def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
+                model_config, train_config, vocab, strategy, log_every):
+    from gnmt_tf.models.gnmt import GNMT
+
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
     if config_path.exists():
         from gnmt_tf.config import GNMTConfig, from_dict

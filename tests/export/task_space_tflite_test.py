@@ -65,7 +65,7 @@ def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
 
 
 def test_signatures(ts_tflite):
-    assert [t.name for t in ts_tflite.task_inputs] == [
+    assert [t.name for t in ts_tflite.task_inputs()] == [
         "src_lang", "tgt_lang", "tags"]
 
     def shapes(details):

@@ -1,4 +1,5 @@
 import pytest
+import tensorflow as tf
 
 from gnmt_tf.model_dir import load_model
 from gnmt_tf.translator import SearchOptions, Translator
@@ -47,3 +48,26 @@ def test_bad_inputs(translator):
         translator.translate(["A dog.", "A dog runs. " * 30])
     with pytest.raises(TypeError, match="input 1 is bytes"):
         translator.translate([b"A dog."])
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(beam_size=0), "beam_size must be an integer >= 1"),
+    (dict(beam_size=2, num_hypotheses=3), r"num_hypotheses .* in \[1, 2\]"),
+    (dict(length_penalty=float("nan")), "length_penalty must be a finite"),
+    (dict(beam_width=0.0), "beam_width must be a finite number > 0"),
+    (dict(early_stopping="never"), "early_stopping must be one of"),
+])
+def test_search_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        SearchOptions(**options)
+
+
+def test_search_options_take_graph_penalties():
+    alpha = tf.constant(0.6)
+    assert SearchOptions(length_penalty=alpha).length_penalty is alpha
+
+
+@pytest.mark.parametrize("batch_size", [0, -3])
+def test_batch_size_below_one_is_refused(translator, batch_size):
+    with pytest.raises(ValueError, match="batch_size must be an integer"):
+        translator.translate(["A dog runs."], batch_size=batch_size)

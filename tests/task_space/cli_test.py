@@ -6,16 +6,14 @@ import sys
 
 import pytest
 
-from gnmt_tf import model_dir as model_dir_lib
 from task_space import cli
 
 
-def test_cli_module_is_light_and_registers_the_model_type():
-    code = ("import sys, task_space.cli, gnmt_tf.model_dir as m; "
-            "assert 'tensorflow' not in sys.modules; "
-            "assert 'task_space_transformer' in m.MODEL_TYPES")
+def test_cli_module_is_light_and_the_model_type_is_declared():
+    code = ("import sys, task_space.cli, gnmt_tf.model_types as m; "
+            "assert 'task_space_transformer' in m.model_types(); "
+            "assert 'tensorflow' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert "task_space_transformer" in model_dir_lib.MODEL_TYPES
 
 
 def test_discovered_by_gnmt_tf_cli():
@@ -24,7 +22,9 @@ def test_discovered_by_gnmt_tf_cli():
     args = build_parser().parse_args(
         ["task-space", "translate", "--model", "m", "--src-lang", "en",
          "--tgt-lang", "fr", "--tags", "caption,news"])
-    assert args.func is cli.translate_from_args
+    from gnmt_tf.cli import translate
+
+    assert args.func is translate.run
     assert (args.src_lang, args.tgt_lang, args.tags) == ("en", "fr",
                                                         "caption,news")
     args = build_parser().parse_args(
@@ -34,13 +34,12 @@ def test_discovered_by_gnmt_tf_cli():
     assert args.preset == "transformer_small"
 
 
-def test_hook_helpers(tmp_path):
-    assert cli.is_task_space_preset("transformer_small")
-    assert not cli.is_task_space_preset("gnmt_small")
-    assert not cli.is_task_space_model_dir(tmp_path)
-    (tmp_path / "config.json").write_text(
-        '{"model_type": "task_space_transformer"}')
-    assert cli.is_task_space_model_dir(tmp_path)
+def test_presets_name_the_model_type():
+    from gnmt_tf.model_types import model_type_of_preset
+
+    assert model_type_of_preset("transformer_small")[1].train == (
+        "task_space.cli:train_from_args")
+    assert model_type_of_preset("gnmt_small")[0] == "gnmt"
 
 
 def _gnmt_style_train_args(argv):
@@ -67,19 +66,3 @@ def test_train_from_args_rejects_bad_settings_early(tmp_path, argv, message):
     with pytest.raises(ValueError, match=message):
         cli.train_from_args(args)
     assert not (tmp_path / "m" / "config.json").exists()
-
-
-def test_translate_from_args_needs_languages(tmp_path):
-    (tmp_path / "config.json").write_text(
-        '{"model_type": "task_space_transformer", "model": '
-        '{"vocabulary_size": 32, "num_layers": 1, "num_heads": 1, '
-        '"hidden_dim": 4, "intermediate_dim": 4}, "task_space": {}}')
-    from gnmt_tf.cli.main import main
-
-    assert main(["task-space", "translate", "--model", str(tmp_path),
-                 "--src-lang", "en"]) == 2
-    with pytest.raises(ValueError, match="--src-lang and --tgt-lang"):
-        cli.translate_from_args(argparse.Namespace(
-            model=str(tmp_path), src_lang="en", tgt_lang=None, tags=None,
-            beam_size=4, alpha=0.6, beta=0.0, beam_width=None,
-            early_stopping="gnmt", n_best=1))

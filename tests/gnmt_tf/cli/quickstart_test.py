@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from gnmt_tf.cli.errors import UsageError
+from gnmt_tf.errors import UsageError
 from gnmt_tf.cli.quickstart import quickstart_data
 from gnmt_tf.data import download
 

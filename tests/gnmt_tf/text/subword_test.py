@@ -38,3 +38,27 @@ def test_missing_and_corrupt_model(tmp_path):
     bad.write_bytes(b"not a model")
     with pytest.raises(ValueError, match="not a SentencePiece model"):
         Subwords(bad)
+
+
+# More distinct characters than a tiny preset's 64 pieces (Multi30k en+de
+# has 99): SentencePiece used to stop with "Vocabulary size is smaller than
+# required_chars".
+RICH_TEXT = ["".join(chr(c) for c in range(start, start + 20)) + " ok"
+             for start in range(0x21, 0x21 + 94, 20)] + ["äöüß éèà ñç"]
+
+
+def test_vocabulary_size_is_raised_to_the_characters(tmp_path, capsys):
+    path = train_sentencepiece(RICH_TEXT, tmp_path / "spm", 64)
+    assert "vocabulary size raised from 64" in capsys.readouterr().err
+    subwords = Subwords(path)
+    for sentence in RICH_TEXT:  # every character has a piece: no <unk>
+        assert 1 not in subwords.encode([sentence])[0]
+    assert path == tmp_path / "spm.model"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spm.model",
+                                                          "spm.vocab"]
+
+
+def test_failed_training_writes_no_files(tmp_path):
+    with pytest.raises(ValueError, match="SentencePiece cannot train"):
+        train_sentencepiece(["a b"], tmp_path / "spm", 10, model_type="nope")
+    assert list(tmp_path.iterdir()) == []

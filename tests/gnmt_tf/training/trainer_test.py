@@ -47,15 +47,51 @@ def test_time_budget_already_spent_trains_nothing(toy_data_dir, tiny_model_dir, 
     assert result.steps == 30
 
 
-def test_corrupt_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
+def _truncate(model_dir, step):
+    for data in (model_dir / "checkpoints").glob(f"ckpt-{step}.data*"):
+        data.write_bytes(data.read_bytes()[:7])
+
+
+def test_truncated_latest_checkpoint_falls_back(tiny_model_dir, tmp_path,
+                                                capsys):
     import shutil
 
     copy = tmp_path / "m"
     shutil.copytree(tiny_model_dir, copy)
-    for data in (copy / "checkpoints").glob("ckpt-30.data*"):
-        data.write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="cannot restore checkpoint"):
+    _truncate(copy, 30)
+    model_dir_lib.load_model(copy)
+    err = capsys.readouterr().err
+    assert "cannot restore checkpoint" in err and "ckpt-30" in err
+    assert "restored " in err and "ckpt-20, the newest readable one" in err
+
+
+def test_no_readable_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, copy)
+    for step in (10, 20, 30):
+        _truncate(copy, step)
+    with pytest.raises(ValueError,
+                       match="cannot restore checkpoint .*ckpt-30 .nor any "
+                             "older one"):
         model_dir_lib.load_model(copy)
+
+
+def test_training_resumes_from_the_newest_readable_checkpoint(
+        tiny_model_dir, toy_data_dir, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, copy)
+    _truncate(copy, 30)
+    model_config, train_config = get_preset("gnmt_tiny")
+    train_config = apply_overrides(train_config, ["train_steps=25",
+                                                  "checkpoint_every=10"])
+    result = train_gnmt(copy, toy_data_dir, "en", "de", model_config,
+                        train_config)
+    assert result.resumed_from.endswith("ckpt-20") and result.steps == 25
+    assert "restored " in capsys.readouterr().err
 
 
 def test_missing_model_dir_and_strategy_names(tmp_path):
