@@ -197,8 +197,8 @@ def test_n_best_above_beam_size(tiny_model_dir, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--src-lang", "fr", "--tgt-lang", "cs", "--tags", "news"],
-     "--tags is for task-space models"),
+    (["--src-lang", "en", "--tgt-lang", "de", "--tags", "news"],
+     "cannot honour --tags news"),
     (["--src-lang", "fr", "--tgt-lang", "cs"], "cannot honour --src-lang fr"),
     (["--tgt-lang", "cs"], "cannot honour --tgt-lang cs"),
 ])
