@@ -8,7 +8,7 @@ DATA_DIR ?= $(if $(GNMT_TF_DATA),$(GNMT_TF_DATA),$(SHARED_DATA))
 MINUTES ?= 5
 QUICKSTART_DIR ?= runs/quickstart
 
-.PHONY: venv test test-all quickstart clean
+.PHONY: venv lint test test-all quickstart clean
 
 # scripts/check_python.py: say which Python is needed (setup.py's
 # PYTHON_REQUIRES) before creating the virtualenv with the wrong one.
@@ -22,10 +22,14 @@ $(BIN)/gnmt-tf: requirements.txt setup.py
 
 venv: $(BIN)/gnmt-tf
 
-test: venv
+# Import layers and no cycles (.importlinter); runs before the tests.
+lint: venv
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest -q
 
-test-all: venv
+test-all: lint
 	$(BIN)/python -m pytest -q --run-slow
 
 # Train a vocabulary and a small GNMT on Multi30k en->de for $(MINUTES) minutes,
