@@ -9,6 +9,8 @@ Works for anything that describes itself as a `Seq2SeqModel` does
 
 import sys
 
+from gnmt_tf.seq2seq_model import check_task
+
 FLAGS = ("src_lang", "tgt_lang", "tags")
 
 
@@ -48,8 +50,8 @@ def task_arguments(args, model, name, stream=None):
       stream: where warnings go (default stderr).
 
     Raises:
-      ValueError: a flag the model cannot honour, a missing one, or an
-        untrained combination without `--allow-zero-shot`.
+      ValueError: a flag the model cannot honour, a missing one, an unknown
+        value, or an untrained combination without `--allow-zero-shot`.
     """
     stream = stream or sys.stderr
     inputs = {t.name: t for t in model.task_inputs()}
@@ -74,6 +76,7 @@ def task_arguments(args, model, name, stream=None):
         values = next(iter(inputs.values())).values
         raise ValueError(f"{' and '.join(missing)} required for {name} "
                          f"(its values: {', '.join(values)})")
+    check_task(inputs.values(), task)  # unknown values first
     _check_trained(model, task, name, getattr(args, "allow_zero_shot", False),
                    stream)
     return task
