@@ -240,9 +240,13 @@ def test_bad_inputs(ts_tflite, ts_tflite_dir, tmp_path):
 def test_export_cli_rejects_bad_lengths(ts_model_dir, tmp_path, capsys):
     from gnmt_tf.cli.main import main
 
-    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
-                 str(tmp_path), "--max-target-length", "0"]) == 2
-    assert "--max-target-length must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+              str(tmp_path), "--max-target-length", "0"])
+    assert exit_info.value.code == 2
+    assert "--max-target-length: must be an integer >= 1" in (
+        capsys.readouterr().err)
+    assert not any(tmp_path.iterdir())
 
 
 def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
@@ -267,7 +271,7 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
     capsys.readouterr()
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "-i", str(source)]) == 2
-    assert "--tgt-lang are required" in capsys.readouterr().err
+    assert "--tgt-lang required" in capsys.readouterr().err
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "--tgt-lang", "xx", "-i", str(source)]) == 2
     assert "unknown language 'xx'" in capsys.readouterr().err

@@ -113,4 +113,4 @@ def test_translate_cli(tflite_float32, tflite_translator, settings, tmp_path,
     capsys.readouterr()
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "-i", str(source)]) == 2
-    assert "takes no task options" in capsys.readouterr().err
+    assert "cannot honour --src-lang en" in capsys.readouterr().err
