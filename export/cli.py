@@ -22,19 +22,11 @@ action runs.
 
 import sys
 
-from gnmt_tf.cli.arg_types import (finite_float, non_negative_int, number,
-                                   positive_float, positive_int)
+from gnmt_tf.cli.arg_types import (non_negative_int, number, positive_float,
+                                   positive_int)
+from gnmt_tf.cli.translate import add_search_arguments, search_options
 
 ACTIONS = ("savedmodel", "tflite", "qat", "tensorrt", "onnx")
-
-
-def _add_search_arguments(parser):
-    parser.add_argument("--beam-size", type=positive_int, default=5,
-                        help="default beam size of serving_default (1 = greedy)")
-    parser.add_argument("--alpha", type=finite_float, default=0.6,
-                        help="GNMT length-normalisation exponent")
-    parser.add_argument("--beta", type=finite_float, default=0.0,
-                        help="GNMT coverage-penalty weight")
 
 
 def _beam_sizes(text):
@@ -61,7 +53,7 @@ def register(subparsers):
                             help="trained model directory")
     savedmodel.add_argument("--out", required=True,
                             help="BASE/NAME/VERSION directory to create")
-    _add_search_arguments(savedmodel)
+    add_search_arguments(savedmodel)  # serving_default's search
     savedmodel.add_argument(
         "--beam-sizes", default="1,2,4",
         help="comma-separated beam sizes translate_with_options accepts "
@@ -145,13 +137,8 @@ def run(args) -> int:
     """Runs `gnmt-tf export ACTION`; returns the exit code."""
     if args.action == "savedmodel":
         from export.savedmodel import export_savedmodel
-        from gnmt_tf.translator import SearchOptions
 
-        if args.beam_size < 1:
-            raise ValueError("--beam-size must be >= 1")
-        options = SearchOptions(beam_size=args.beam_size,
-                                length_penalty=args.alpha,
-                                coverage_penalty=args.beta)
+        options = search_options(args)
         warmup = None
         if args.warmup:
             from gnmt_tf.data.corpus import read_lines

@@ -93,7 +93,7 @@ def gather_beams(nested, beam_indices):
         lambda x: tf.gather(x, beam_indices, axis=1, batch_dims=1), nested)
 
 
-def _pad_last(x, size):
+def pad_last(x, size):
     """Zero-pads the last axis of `x` up to `size` (a no-op once there)."""
     rank = x.shape.rank
     pad = tf.stack([0, size - tf.shape(x)[-1]])[tf.newaxis]
@@ -260,8 +260,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             source_mask = tf.sequence_mask(source_lengths, src_len)   # [B, S]
         time_mask = tf.one_hot(t, max_time)                              # [T]
 
-        coverage = _pad_last(alive["coverage"], src_len) + attention
-        history = (_pad_last(alive["attention"], src_len)
+        coverage = pad_last(alive["coverage"], src_len) + attention
+        history = (pad_last(alive["attention"], src_len)
                    + time_mask[:, tf.newaxis] * attention[:, :, tf.newaxis])
         length = t + 1
         cand_log_probs = alive["log_probs"][:, :, tf.newaxis] + log_probs
@@ -296,7 +296,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             "attention": cand_history,
         }
         finished = dict(finished,
-                        attention=_pad_last(finished["attention"], src_len))
+                        attention=pad_last(finished["attention"], src_len))
         merged = tf.nest.map_structure(
             lambda old, new: tf.concat([old, new], 1), finished, candidates)
         _, best_finished = tf.math.top_k(merged["scores"], n)

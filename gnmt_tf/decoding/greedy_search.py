@@ -9,7 +9,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 
 from gnmt_tf.decoding.beam_search import DecodingResult
-from gnmt_tf.decoding.beam_search import _pad_last
+from gnmt_tf.decoding.beam_search import pad_last
 
 
 def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths):
@@ -65,7 +65,7 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths):
                 * tf.where(active, token, 0)[:, tf.newaxis])
         log_prob += tf.where(active, token_log_prob, 0.0)
         lengths += tf.cast(active, tf.int32)
-        history = _pad_last(history, tf.shape(attention)[1])       # [B, T, S]
+        history = pad_last(history, tf.shape(attention)[1])       # [B, T, S]
         history += (time_mask[:, tf.newaxis]
                     * tf.where(active[:, tf.newaxis], attention, 0.0)[
                         :, tf.newaxis])
