@@ -24,15 +24,6 @@ def _request(sentences, signature="", name="toy"):
     return request
 
 
-@pytest.fixture(scope="module")
-def small_queue_server(start_server, make_base):
-    """Batching whose queue holds 4 batches of 2 rows (8 rows in all) while a
-    request may have 64 rows: the defaults' 3,200 vs 4,096 in small."""
-    params = BatchingParameters(max_batch_size=2, batch_timeout_micros=1000,
-                                max_enqueued_batches=4, num_batch_threads=1)
-    return start_server({"toy": make_base()}, params)
-
-
 def _stub(server):
     channel = grpc.insecure_channel(server.target)
     return channel, prediction_service_pb2_grpc.PredictionServiceStub(channel)

@@ -151,6 +151,16 @@ def batching_server(start_server, make_base):
 
 
 @pytest.fixture(scope="session")
+def small_queue_server(start_server, make_base):
+    """"toy" version 1 with batching whose queue holds 4 batches of 2 rows (8
+    rows in all) while a request may have 64: the defaults' 3,200 vs 4,096,
+    in small."""
+    params = BatchingParameters(max_batch_size=2, batch_timeout_micros=1000,
+                                max_enqueued_batches=4, num_batch_threads=1)
+    return start_server({"toy": make_base()}, params)
+
+
+@pytest.fixture(scope="session")
 def plain_server(start_server, make_base):
     """"toy" versions 1 and 2 (policy "all"), no batching."""
     return start_server({"toy": make_base((1, 2))},
