@@ -84,10 +84,7 @@ def run_request(signature, inputs: Arrays, context,
     """
     signature_def = signature.signature_def
     rows = _rows(inputs)
-    chunkable = (rows is not None and _batch_major(signature_def.outputs)
-                 and all(v.ndim == 0 or v.shape[0] == rows
-                         for v in inputs.values()))
-    if not chunkable:
+    if rows is None or not _batch_major(signature_def.outputs):
         return signature.run_fn(inputs)
     if rows == 0:
         return empty_outputs(signature_def)
