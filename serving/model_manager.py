@@ -28,6 +28,7 @@ from serving.batching_config import BatchingParameters
 from serving.dynamic_batcher import DynamicBatcher
 from serving.load_retry import LoadRetry
 from serving.load_retry import folder_fingerprint
+from serving.memory import release_free_memory
 
 log = logging.getLogger("gnmt_tf.serving")
 
@@ -131,8 +132,10 @@ class ServedVersion:
             return self._idle.wait_for(lambda: self._refs == 0, timeout)
 
     def stop(self):
+        """Stop the batchers and drop the model (its memory can be freed)."""
         for s in self.signatures.values():
             s.stop()
+        self.signatures = {}
         self._loaded = None
 
 
@@ -367,6 +370,7 @@ class ModelManager:
                         sv.name, sv.version, self.unload_timeout_s)
         sv.stop()
         self._set_state(sv.name, sv.version, END)
+        release_free_memory()  # else the RSS keeps what the version used
         log.info("unloaded %s version %d", sv.name, sv.version)
 
     @contextlib.contextmanager
