@@ -68,8 +68,9 @@ def test_in_graph_assertion_is_one_sentence(any_server):
 
 
 def test_a_bad_request_fails_alone_in_a_shared_batch(start_server, make_base):
-    # 200 ms batches: the four concurrent requests below share one.
-    params = BatchingParameters(max_batch_size=8, batch_timeout_micros=200_000,
+    # A batch waits up to 5 s for 4 rows: the four requests below share one.
+    params = BatchingParameters(max_batch_size=4,
+                                batch_timeout_micros=5_000_000,
                                 num_batch_threads=1)
     server = start_server({"toy": make_base()}, params)
     channel, stub = _stub(server)
