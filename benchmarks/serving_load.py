@@ -97,9 +97,11 @@ def percentile(values, q):
 
 
 class ServerProcess:
-    """`gnmt-tf serve` in a subprocess, stopped with SIGTERM."""
+    """`gnmt-tf serve` in a subprocess, stopped with SIGTERM; `extra_args`
+    are more `gnmt-tf serve` flags."""
 
-    def __init__(self, base, name, batching_file=None, poll_s=1.0):
+    def __init__(self, base, name, batching_file=None, poll_s=1.0,
+                 extra_args=()):
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "gnmt_tf.cli.main", "serve",
@@ -108,6 +110,7 @@ class ServerProcess:
                    "--file_system_poll_wait_seconds", str(poll_s)]
         if batching_file:
             command += ["--batching_parameters_file", batching_file]
+        command += list(extra_args)
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(command, cwd=REPO_ROOT,
                                         stdout=self.log, stderr=self.log)

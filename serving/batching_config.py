@@ -43,6 +43,10 @@ _KNOWN_IGNORED = frozenset({
 })
 
 
+MAX_BATCH_THREADS = 1024
+MAX_BATCH_TIMEOUT_MICROS = 3600 * 10**6
+
+
 class TextProtoError(ValueError):
     """The text is not valid text-format protobuf (or not the expected one)."""
 
@@ -156,10 +160,11 @@ class BatchingParameters:
 
     Attributes:
       max_batch_size: int. Most rows (sentences) in one model call.
-      batch_timeout_micros: int. How long a non-full batch waits for more work.
+      batch_timeout_micros: int. How long a non-full batch waits for more work
+        (at most an hour).
       max_enqueued_batches: int. Batches that may wait; past that, requests
         are rejected with UNAVAILABLE (clients retry).
-      num_batch_threads: int. Batches run at once.
+      num_batch_threads: int. Batches run at once (at most 1024).
       allowed_batch_sizes: tuple of int. If set, batches are padded (with
         copies of their first row) up to the next allowed size; increasing,
         the last one equal to `max_batch_size`.
@@ -183,12 +188,14 @@ class BatchingParameters:
                 raise ValueError(f"{name} must be an integer, got {value!r}")
         if self.max_batch_size < 1:
             raise ValueError("max_batch_size must be >= 1")
-        if self.batch_timeout_micros < 0:
-            raise ValueError("batch_timeout_micros must be >= 0")
+        if not 0 <= self.batch_timeout_micros <= MAX_BATCH_TIMEOUT_MICROS:
+            raise ValueError(f"batch_timeout_micros must be in "
+                             f"0..{MAX_BATCH_TIMEOUT_MICROS} (1 hour)")
         if self.max_enqueued_batches < 1:
             raise ValueError("max_enqueued_batches must be >= 1")
-        if self.num_batch_threads < 1:
-            raise ValueError("num_batch_threads must be >= 1")
+        if not 1 <= self.num_batch_threads <= MAX_BATCH_THREADS:
+            raise ValueError(
+                f"num_batch_threads must be in 1..{MAX_BATCH_THREADS}")
         sizes = tuple(self.allowed_batch_sizes)
         object.__setattr__(self, "allowed_batch_sizes", sizes)
         if sizes:

@@ -5,12 +5,49 @@ for `tensorflow_model_server`.
         [--batching_parameters_file batching_parameters.txt] [--host 127.0.0.1]
     gnmt-tf serve --emit-config DIR --model_name gnmt --model_base_path /models/gnmt
 
-Flag names follow `tensorflow_model_server`'s. Nothing heavy is imported until
+Flag names follow `tensorflow_model_server`'s. Numeric flags are checked when
+parsed (usage error, exit 2), and the port before any model loads: a port in
+use fails at once with one line, exit 2. Nothing heavy is imported until
 `run`.
 """
 
+import argparse
+import errno
+import math
 import os
+import socket
 import sys
+
+_MAX_INT32 = 2**31 - 1
+_MAX_SECONDS = 24 * 3600.0
+
+
+def _int_in(low, high=_MAX_INT32):
+    """argparse type: an integer in [low, high]."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be in {low}..{high}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(text):
+    """argparse type: seconds, finite, in [0, 1 day]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0 <= value <= _MAX_SECONDS):
+        raise argparse.ArgumentTypeError(
+            f"must be in 0..{_MAX_SECONDS:.0f} seconds, got {text}")
+    return value
 
 
 def register(subparsers):
@@ -20,7 +57,8 @@ def register(subparsers):
     parser.add_argument("--model_base_path", required=True,
                         help="folder holding integer version folders")
     parser.add_argument("--model_name", required=True)
-    parser.add_argument("--port", type=int, default=8500)
+    parser.add_argument("--port", type=_int_in(0, 65535), default=8500,
+                        help="0 picks a free port")
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to bind (default: loopback only)")
     parser.add_argument("--enable_batching", action="store_true",
@@ -31,20 +69,30 @@ def register(subparsers):
                         help="TF Serving BatchingParameters text proto")
     parser.add_argument("--model_version_policy", default="latest",
                         help="latest, latest:N, all or specific:V1,V2")
-    parser.add_argument("--file_system_poll_wait_seconds", type=float,
+    parser.add_argument("--file_system_poll_wait_seconds", type=_seconds,
                         default=1.0, help="version folder scan period; 0 = once")
-    parser.add_argument("--max_message_bytes", type=int,
+    parser.add_argument("--max_message_bytes", type=_int_in(1),
                         default=64 * 1024 * 1024)
-    parser.add_argument("--grpc_threads", type=int, default=64,
+    parser.add_argument("--grpc_threads", type=_int_in(1, 4096), default=64,
                         help="handler threads (concurrent requests)")
-    parser.add_argument("--max_concurrent_rpcs", type=int, default=None,
+    parser.add_argument("--max_concurrent_rpcs", type=_int_in(1),
+                        default=None,
                         help="more concurrent requests get RESOURCE_EXHAUSTED "
                              "(clients retry)")
-    parser.add_argument("--max_string_bytes", type=int, default=4096,
+    parser.add_argument("--max_string_bytes", type=_int_in(1), default=4096,
                         help="longest input sentence, in UTF-8 bytes")
-    parser.add_argument("--max_request_rows", type=int, default=4096,
+    parser.add_argument("--max_request_rows", type=_int_in(1), default=4096,
                         help="most sentences per request")
-    parser.add_argument("--grace_seconds", type=float, default=10.0,
+    parser.add_argument("--max_request_padded_bytes", type=_int_in(1),
+                        help="most rows x longest sentence (UTF-8 bytes) per "
+                             "request, which bounds the memory one request "
+                             "takes; over it: INVALID_ARGUMENT (default "
+                             "262144 = 256 KiB)")
+    parser.add_argument("--max_rows_per_run", type=_int_in(1),
+                        help="without batching, requests run in chunks of at "
+                             "most this many rows (default 32); an expired "
+                             "request stops after its current chunk")
+    parser.add_argument("--grace_seconds", type=_seconds, default=10.0,
                         help="drain time for in-flight requests on shutdown")
     parser.add_argument("--emit-config", "--emit_config", dest="emit_config",
                         metavar="DIR",
@@ -54,6 +102,28 @@ def register(subparsers):
 
 
 DEFAULT_ALLOWED_SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def check_port_free(host: str, port: int):
+    """Raise `OSError` with one line if `host:port` cannot be bound (as the
+    gRPC server binds it: SO_REUSEADDR, no SO_REUSEPORT). Port 0 passes."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise OSError(f"cannot resolve --host {host}: {e.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as e:
+            reason = ("it is in use" if e.errno == errno.EADDRINUSE
+                      else e.strerror)
+            raise OSError(f"cannot serve on {host}:{port}: {reason} (choose "
+                          "another --port)") from None
 
 
 def _batching(args):
@@ -107,6 +177,11 @@ def emit_config(out_dir, model_name, model_base_path, policy_text="latest",
             f"--file_system_poll_wait_seconds=1")
 
 
+def _error(error) -> int:
+    print(f"gnmt-tf serve: error: {error}", file=sys.stderr, flush=True)
+    return 2
+
+
 def run(args) -> int:
     batching = _batching(args)
     if args.emit_config:
@@ -119,13 +194,18 @@ def run(args) -> int:
     if not os.path.isdir(args.model_base_path):
         raise FileNotFoundError(f"--model_base_path {args.model_base_path} "
                                 "is not a directory")
+    try:
+        check_port_free(args.host, args.port)
+    except OSError as e:
+        return _error(e)
     import logging
     import signal
 
+    from serving import request_runner
+    from serving import validation
     from serving.model_manager import ModelManager
     from serving.model_manager import VersionPolicy
     from serving.server import ModelServer
-    from serving.validation import RequestLimits
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
@@ -138,9 +218,17 @@ def run(args) -> int:
         max_message_bytes=args.max_message_bytes,
         num_threads=args.grpc_threads,
         max_concurrent_rpcs=args.max_concurrent_rpcs,
-        limits=RequestLimits(max_string_bytes=args.max_string_bytes,
-                             max_rows=args.max_request_rows))
-    server.start()
+        limits=validation.RequestLimits(
+            max_string_bytes=args.max_string_bytes,
+            max_rows=args.max_request_rows,
+            max_padded_bytes=(args.max_request_padded_bytes
+                              or validation.DEFAULT_MAX_PADDED_BYTES)),
+        max_rows_per_run=(args.max_rows_per_run
+                          or request_runner.DEFAULT_MAX_ROWS_PER_RUN))
+    try:
+        server.start()  # binds before loading: a port taken since fails fast
+    except OSError as e:
+        return _error(e)
     versions = manager.served_versions(args.model_name)
     if not versions:
         print(f"gnmt-tf serve: warning: no version of {args.model_name} loaded "

@@ -3,12 +3,17 @@
 Concurrent requests ("tasks") are queued into batches of at most
 `max_batch_size` rows; a batch runs when it is full or when its first task has
 waited `batch_timeout_micros`; `num_batch_threads` batches run at once; when
-`max_enqueued_batches` batches are already waiting, a new task is rejected
-(`QueueFullError`, UNAVAILABLE at the server). Inputs of a batch are the tasks'
-inputs concatenated along dim 0, optionally padded up to an
-`allowed_batch_sizes` entry with copies of the first row; outputs are split
-back by rows. A task larger than `max_batch_size` is split into several
-(TF Serving's `enable_large_batch_splitting`).
+a task would need more than the `max_enqueued_batches` batches allowed to
+wait, it is rejected as a whole before anything is queued (`QueueFullError`,
+UNAVAILABLE at the server; `TaskTooLargeError`, INVALID_ARGUMENT, when it could
+not fit even into an empty queue). Inputs of a batch are the tasks' inputs
+concatenated along dim 0, optionally padded up to an `allowed_batch_sizes`
+entry with copies of the first row; outputs are split back by rows. A task
+larger than `max_batch_size` is split into several (TF Serving's
+`enable_large_batch_splitting`). Tasks cancelled or past their deadline when
+their batch comes up are dropped without running; when a batch of several
+tasks fails, its halves are run again (recursively), so that one bad request
+fails alone.
 
 The batcher only sees `run_fn(inputs: {key: ndarray}) -> {key: ndarray}`, so it
 is tested without TensorFlow.
@@ -38,14 +43,29 @@ class BatchInputError(ValueError):
     """The inputs cannot be batched (rank 0, or dim 0 differs across keys)."""
 
 
-class _Task:
-    __slots__ = ("inputs", "rows", "shapes", "done", "outputs", "error",
-                 "cancelled")
+class TaskTooLargeError(BatchInputError):
+    """The task has more rows than the whole queue holds
+    (`max_enqueued_batches` x `max_batch_size`): it can never be batched."""
 
-    def __init__(self, inputs, rows, shapes):
+
+class DeadlineExceededError(TimeoutError):
+    """The task's deadline passed before its batch ran."""
+
+
+# Idle workers re-check the queue at least this often (a missed notify can
+# delay work, never stop it).
+_IDLE_WAIT_S = 1.0
+
+
+class _Task:
+    __slots__ = ("inputs", "rows", "shapes", "deadline", "done", "outputs",
+                 "error", "cancelled")
+
+    def __init__(self, inputs, rows, shapes, deadline=None):
         self.inputs = inputs
         self.rows = rows
         self.shapes = shapes  # non-batch dims per key, for compatibility
+        self.deadline = deadline  # time.monotonic() value, or None
         self.done = threading.Event()
         self.outputs = None
         self.error = None
@@ -153,37 +173,50 @@ class DynamicBatcher:
         for t in self._threads:
             t.start()
 
-    def submit(self, inputs: Arrays) -> BatchHandle:
+    def submit(self, inputs: Arrays,
+               deadline: Optional[float] = None) -> BatchHandle:
         """Queue `inputs` (every value with the same dim 0) for batching.
+
+        Args:
+          inputs: `{key: ndarray [B, ...]}`.
+          deadline: a `time.monotonic()` value; work still queued then is
+            dropped and `result()` raises `DeadlineExceededError`.
 
         Raises:
           BatchInputError: inputs of different batch sizes or rank 0.
-          QueueFullError: `max_enqueued_batches` batches are already waiting.
+          TaskTooLargeError: more rows than the whole queue holds.
+          QueueFullError: not enough room in the queue now (nothing queued).
           BatcherStoppedError: the batcher is stopping.
         """
         rows = _batch_rows(inputs)
         if rows == 0:
             raise BatchInputError("nothing to batch: the inputs have 0 rows")
+        size = self.params.max_batch_size
+        capacity = self.params.max_enqueued_batches * size
+        if rows > capacity:
+            raise TaskTooLargeError(
+                f"the request has {rows} rows; server-side batching queues at "
+                f"most {capacity} (max_enqueued_batches "
+                f"{self.params.max_enqueued_batches} x max_batch_size {size}):"
+                f" send fewer rows per request")
         shapes = None if self.params.pad_variable_length_inputs else tuple(
             sorted((k, v.shape[1:]) for k, v in inputs.items()))
-        size = self.params.max_batch_size
-        chunks = [{k: v[i:i + size] for k, v in inputs.items()}
-                  for i in range(0, rows, size)]
-        tasks = [_Task(c, min(size, rows - i * size), shapes)
-                 for i, c in enumerate(chunks)]
+        tasks = [_Task({k: v[i:i + size] for k, v in inputs.items()},
+                       min(size, rows - i), shapes, deadline)
+                 for i in range(0, rows, size)]
         with self._cond:
             if self._stopping:
                 raise BatcherStoppedError("server is shutting down")
-            added = []
-            try:
-                for task in tasks:
-                    self._enqueue(task)
-                    added.append(task)
-            except QueueFullError:
-                for t in added:
-                    t.cancelled = True
+            waiting = len(self._queue)
+            needed = self._batches_needed(tasks)
+            if waiting + needed > self.params.max_enqueued_batches:
                 self.stats["rejected"] += 1
-                raise
+                raise QueueFullError(
+                    f"the batching queue is full ({waiting} of "
+                    f"{self.params.max_enqueued_batches} batches waiting, "
+                    f"this request needs {needed})")
+            for task in tasks:
+                self._enqueue(task)
             self.stats["tasks"] += 1
             self._cond.notify_all()
         return BatchHandle(tasks)
@@ -196,21 +229,38 @@ class DynamicBatcher:
         return {"batches": len(self._queue), "tasks": len(tasks),
                 "cancelled": sum(t.cancelled for t in tasks)}
 
-    def _enqueue(self, task):
+    def _open_rows(self, shapes):
+        """Rows in the last batch if `shapes` may join it, else None."""
         last = self._queue[-1] if self._queue else None
-        if (last is None or last.closed or last.shapes != task.shapes
-                or last.rows + task.rows > self.params.max_batch_size):
-            if last is not None:
-                last.closed = True
-            waiting = len(self._queue)
-            if waiting >= self.params.max_enqueued_batches:
-                raise QueueFullError(
-                    f"the batching queue is full ({waiting} batches waiting)")
-            last = _Batch(time.monotonic() + self._timeout_s, task.shapes)
-            self._queue.append(last)
+        if last is None or last.closed or last.shapes != shapes:
+            return None
+        return last.rows
+
+    def _batches_needed(self, tasks) -> int:
+        """New batches `_enqueue` would open for `tasks` (nothing changes)."""
+        size, needed = self.params.max_batch_size, 0
+        open_rows = self._open_rows(tasks[0].shapes)
+        for task in tasks:
+            if open_rows is None or open_rows + task.rows > size:
+                needed, open_rows = needed + 1, 0
+            open_rows += task.rows
+            if open_rows >= size:
+                open_rows = None
+        return needed
+
+    def _enqueue(self, task):
+        """Add `task` to the open batch or a new one (room checked before)."""
+        size = self.params.max_batch_size
+        open_rows = self._open_rows(task.shapes)
+        if open_rows is None or open_rows + task.rows > size:
+            if self._queue:
+                self._queue[-1].closed = True
+            self._queue.append(_Batch(time.monotonic() + self._timeout_s,
+                                      task.shapes))
+        last = self._queue[-1]
         last.tasks.append(task)
         last.rows += task.rows
-        if last.rows >= self.params.max_batch_size:
+        if last.rows >= size:
             last.closed = True
 
     def _next_batch(self):
@@ -225,7 +275,7 @@ class DynamicBatcher:
                 elif self._stopping:
                     return None
                 else:
-                    self._cond.wait()
+                    self._cond.wait(_IDLE_WAIT_S)
 
     def _worker(self):
         while True:
@@ -235,35 +285,66 @@ class DynamicBatcher:
             self._run(batch)
 
     def _run(self, batch):
-        tasks = [t for t in batch.tasks if not t.cancelled]
-        if len(tasks) < len(batch.tasks):
-            with self._cond:
-                self.stats["cancelled"] += len(batch.tasks) - len(tasks)
-        if not tasks:
-            return
+        now = time.monotonic()
+        tasks, expired = [], []
+        for t in batch.tasks:
+            if t.cancelled:
+                continue
+            if t.deadline is not None and t.deadline <= now:
+                expired.append(t)
+            else:
+                tasks.append(t)
+        for t in expired:
+            t.finish(error=DeadlineExceededError(
+                "the deadline passed while the request waited for a batch"))
+        with self._cond:
+            self.stats["cancelled"] += (len(batch.tasks) - len(tasks)
+                                        - len(expired))
+            self.stats["expired"] += len(expired)
+        if tasks:
+            self._run_tasks(tasks)
+
+    def _run_tasks(self, tasks):
+        """Run `tasks` as one batch; if that fails, run each half again, so
+        that only the tasks that fail alone get the error."""
         try:
-            keys = tasks[0].inputs.keys()
-            merged = {k: _concat([t.inputs[k] for t in tasks],
-                                 self.params.pad_variable_length_inputs)
-                      for k in keys}
-            rows = sum(t.rows for t in tasks)
-            padded = self.params.padded_size(rows)
-            if padded > rows:
-                merged = {k: np.concatenate(
-                    [v, np.repeat(v[:1], padded - rows, axis=0)])
-                    for k, v in merged.items()}
-            outputs = self.run_fn(merged)
-            for k, v in outputs.items():
-                if np.ndim(v) == 0 or len(v) != padded:
-                    raise RuntimeError(
-                        f"output {k!r} is not batch-major (shape "
-                        f"{np.shape(v)}, batch {padded}); cannot split it")
-        except Exception as e:  # noqa: BLE001  (handed to every waiting task)
+            outputs, padded = self._call(tasks)
+        except Exception as e:  # noqa: BLE001  (handed to the waiting task)
+            if len(tasks) > 1:
+                with self._cond:
+                    self.stats["split_batches"] += 1
+                half = len(tasks) // 2
+                self._run_tasks(tasks[:half])
+                self._run_tasks(tasks[half:])
+                return
             with self._cond:
                 self.stats["failed_batches"] += 1
-            for t in tasks:
-                t.finish(error=e)
+            tasks[0].finish(error=e)
             return
+        self._finish(tasks, outputs, padded)
+
+    def _call(self, tasks):
+        """Merge, pad, run; returns (outputs, padded rows)."""
+        keys = tasks[0].inputs.keys()
+        merged = {k: _concat([t.inputs[k] for t in tasks],
+                             self.params.pad_variable_length_inputs)
+                  for k in keys}
+        rows = sum(t.rows for t in tasks)
+        padded = self.params.padded_size(rows)
+        if padded > rows:
+            merged = {k: np.concatenate(
+                [v, np.repeat(v[:1], padded - rows, axis=0)])
+                for k, v in merged.items()}
+        outputs = self.run_fn(merged)
+        for k, v in outputs.items():
+            if np.ndim(v) == 0 or len(v) != padded:
+                raise RuntimeError(
+                    f"output {k!r} is not batch-major (shape "
+                    f"{np.shape(v)}, batch {padded}); cannot split it")
+        return outputs, padded
+
+    def _finish(self, tasks, outputs, padded):
+        rows = sum(t.rows for t in tasks)
         with self._cond:
             self.stats["batches"] += 1
             self.stats["rows"] += rows

@@ -9,8 +9,11 @@ in-flight requests have finished. So a request never sees a half-loaded or
 vanished model.
 
 Exporters should write a version into a temporary folder and rename it into
-place; a folder without `saved_model.pb`, or one that fails to load, is retried
-on the next polls (`max_load_attempts` in all).
+place. A folder without `saved_model.pb` is not a version yet; one that fails
+to load (a slow copy still under way) stays LOADING, with the reason in its
+status and in the log, and is retried with back-off and as soon as its files
+have changed and settled (`serving.load_retry`), as long as the policy wants
+it: it is served once it is complete.
 """
 
 import contextlib
@@ -23,6 +26,9 @@ from typing import Callable, Dict, List, Optional
 
 from serving.batching_config import BatchingParameters
 from serving.dynamic_batcher import DynamicBatcher
+from serving.load_retry import LoadRetry
+from serving.load_retry import folder_fingerprint
+from serving.memory import release_free_memory
 
 log = logging.getLogger("gnmt_tf.serving")
 
@@ -126,8 +132,10 @@ class ServedVersion:
             return self._idle.wait_for(lambda: self._refs == 0, timeout)
 
     def stop(self):
+        """Stop the batchers and drop the model (its memory can be freed)."""
         for s in self.signatures.values():
             s.stop()
+        self.signatures = {}
         self._loaded = None
 
 
@@ -222,7 +230,12 @@ class ModelManager:
       poll_interval_s: float. Seconds between folder scans; 0 = scan once.
       batching: `BatchingParameters` or None (no server-side batching).
       load_fn: `path -> LoadedModel` (default: `load_saved_model`).
-      max_load_attempts: int. Tries per version before giving up on it.
+      max_load_attempts: int or None. Failed loads in a row (files
+        unchanged) before giving up on a version (END) until its files
+        change; None (default) keeps retrying while it is wanted.
+      load_retry_initial_s: float. Delay after a first failed load; it
+        doubles with each failure.
+      load_retry_max_s: float. Longest delay between load attempts.
       unload_timeout_s: float. How long an old version may finish requests.
     """
 
@@ -231,18 +244,23 @@ class ModelManager:
                  poll_interval_s: float = 1.0,
                  batching: Optional[BatchingParameters] = None,
                  load_fn: Callable[[str], LoadedModel] = load_saved_model,
-                 max_load_attempts: int = 3, unload_timeout_s: float = 60.0):
+                 max_load_attempts: Optional[int] = None,
+                 load_retry_initial_s: float = 1.0,
+                 load_retry_max_s: float = 60.0,
+                 unload_timeout_s: float = 60.0):
         self.models = {n: os.path.abspath(p) for n, p in models.items()}
         self.policy = policy
         self.poll_interval_s = poll_interval_s
         self.batching = batching
         self.load_fn = load_fn
         self.max_load_attempts = max_load_attempts
+        self.load_retry_initial_s = load_retry_initial_s
+        self.load_retry_max_s = load_retry_max_s
         self.unload_timeout_s = unload_timeout_s
         self._lock = threading.Lock()
         self._served = {n: {} for n in self.models}   # name -> {version: SV}
         self._states = {n: {} for n in self.models}   # name -> {v: (state, err)}
-        self._attempts = {}                           # (name, v) -> count
+        self._retries = {}                            # (name, v) -> LoadRetry
         self._stop = threading.Event()
         self._poller = None
 
@@ -287,6 +305,7 @@ class ModelManager:
             for version in wanted:
                 if version not in self._served[name]:
                     self._load(name, version, os.path.join(base, str(version)))
+            self._forget_unwanted(name, wanted)
             with self._lock:
                 served = self._served[name]
                 if not any(v in served for v in wanted):
@@ -299,22 +318,51 @@ class ModelManager:
 
     def _load(self, name, version, path):
         key = (name, version)
-        if self._attempts.get(key, 0) >= self.max_load_attempts:
+        retry = self._retries.get(key)
+        if retry is None:
+            retry = self._retries[key] = LoadRetry(
+                self.load_retry_initial_s, self.load_retry_max_s,
+                self.max_load_attempts)
+        fingerprint = folder_fingerprint(path)
+        if not retry.should_try(fingerprint, time.monotonic()):
             return
-        self._attempts[key] = self._attempts.get(key, 0) + 1
+        retry.started(fingerprint)
         self._set_state(name, version, LOADING)
         try:
             loaded = self.load_fn(path)
             sv = ServedVersion(name, version, path, loaded, self.batching)
         except Exception as e:  # noqa: BLE001  (a bad export must not kill us)
-            log.warning("loading %s version %d failed (attempt %d): %s", name,
-                        version, self._attempts[key], e)
-            self._set_state(name, version, END, f"load failed: {e}")
+            reason = next((line for line in str(e).splitlines() if line),
+                          type(e).__name__)
+            error = f"load failed (attempt {retry.attempts}): {reason}"
+            delay = retry.failed(time.monotonic())
+            if self.poll_interval_s <= 0:
+                then = "not retried (no polling)"
+            elif delay is None:
+                then = "giving up until its files change"
+            else:
+                then = f"retrying in {delay:.1f} s, or once its files change"
+            log.warning("loading %s version %d failed (attempt %d; %s): %s",
+                        name, version, retry.attempts, then, reason)
+            retrying = delay is not None and self.poll_interval_s > 0
+            self._set_state(name, version, LOADING if retrying else END,
+                            error)
             return
+        del self._retries[key]
         with self._lock:
             self._served[name][version] = sv
             self._states[name][version] = (AVAILABLE, None)
         log.info("serving %s version %d from %s", name, version, path)
+
+    def _forget_unwanted(self, name, wanted):
+        """Stop retrying versions the policy no longer wants (END)."""
+        for key in [k for k in self._retries
+                    if k[0] == name and k[1] not in wanted]:
+            del self._retries[key]
+            with self._lock:
+                state, error = self._states[name].get(key[1], (None, None))
+                if state == LOADING:
+                    self._states[name][key[1]] = (END, error)
 
     def _unload(self, sv):
         if not sv.wait_idle(self.unload_timeout_s):
@@ -322,6 +370,7 @@ class ModelManager:
                         sv.name, sv.version, self.unload_timeout_s)
         sv.stop()
         self._set_state(sv.name, sv.version, END)
+        release_free_memory()  # else the RSS keeps what the version used
         log.info("unloaded %s version %d", sv.name, sv.version)
 
     @contextlib.contextmanager

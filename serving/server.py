@@ -4,10 +4,13 @@
 It serves SavedModels from TF Serving's folder layout with hot version reload
 (`serving.model_manager`) and optional server-side dynamic batching
 (`serving.dynamic_batcher`, configured by a TF Serving
-`batching_parameters.txt`). Errors map to gRPC codes: bad inputs
-`INVALID_ARGUMENT` with a message, unknown model / version / signature
-`NOT_FOUND`, a full batching queue or shutdown `UNAVAILABLE`; an unexpected
-exception becomes `INTERNAL` and is logged, never a crash.
+`batching_parameters.txt`). Errors map to gRPC codes: bad inputs (including
+a request over the size limits and the model's own input checks, as one
+sentence) `INVALID_ARGUMENT` with a message, unknown model / version /
+signature `NOT_FOUND`, a full batching queue or shutdown `UNAVAILABLE`, an
+expired deadline `DEADLINE_EXCEEDED`; an unexpected exception becomes
+`INTERNAL` and is logged, never a crash. A request's work is bounded and
+stops when its RPC ends (`serving.request_runner`).
 
     manager = ModelManager({"gnmt": "/models/gnmt"}, batching=params)
     server = ModelServer(manager, port=8500)
@@ -15,7 +18,8 @@ exception becomes `INTERNAL` and is logged, never a crash.
     ...
     server.stop(grace=10)   # drains in-flight requests
 
-Binds 127.0.0.1 unless told otherwise. Use `gnmt-tf serve` for the command line.
+Binds 127.0.0.1 unless told otherwise, before loading the models (a port in
+use fails at once). Use `gnmt-tf serve` for the command line.
 """
 
 import concurrent.futures
@@ -29,7 +33,9 @@ import grpc
 from serving import tensor_codec
 from serving.dynamic_batcher import BatchInputError
 from serving.dynamic_batcher import BatcherStoppedError
+from serving.dynamic_batcher import DeadlineExceededError
 from serving.dynamic_batcher import QueueFullError
+from serving.model_errors import describe_model_error
 from serving.model_manager import ModelManager
 from serving.model_manager import ModelNotFoundError
 from serving.protos import get_model_metadata_pb2
@@ -37,6 +43,9 @@ from serving.protos import get_model_status_pb2
 from serving.protos import model_service_pb2_grpc
 from serving.protos import predict_pb2
 from serving.protos import prediction_service_pb2_grpc
+from serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
+from serving.request_runner import RequestCancelledError
+from serving.request_runner import run_request
 from serving.validation import InvalidRequest
 from serving.validation import RequestLimits
 from serving.validation import decode_inputs
@@ -46,7 +55,6 @@ log = logging.getLogger("gnmt_tf.serving")
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 _STATE = get_model_status_pb2.ModelVersionStatus.State
 _TF_ERROR_UNKNOWN = 2  # tensorflow.error.Code.UNKNOWN
-_MAX_WAIT_S = 3600.0  # longest wait for a batch when the RPC has no deadline
 
 
 class RpcFailure(Exception):
@@ -72,6 +80,10 @@ def _guarded(method):
             code, message = grpc.StatusCode.INVALID_ARGUMENT, str(e)
         except (QueueFullError, BatcherStoppedError) as e:
             code, message = grpc.StatusCode.UNAVAILABLE, str(e)
+        except DeadlineExceededError as e:
+            code, message = grpc.StatusCode.DEADLINE_EXCEEDED, str(e)
+        except RequestCancelledError as e:
+            code, message = grpc.StatusCode.CANCELLED, str(e)
         except Exception as e:  # noqa: BLE001
             code, message = _model_error(e)
         context.abort(code, message)
@@ -82,7 +94,8 @@ def _model_error(e):
     """Status for an exception raised while running the model."""
     name = type(e).__name__
     if name == "InvalidArgumentError":  # tf.errors: the model rejected input
-        return grpc.StatusCode.INVALID_ARGUMENT, f"model: {e}".strip()
+        return (grpc.StatusCode.INVALID_ARGUMENT,
+                f"the model rejected the input: {describe_model_error(e)}")
     log.exception("internal error")
     return grpc.StatusCode.INTERNAL, f"{name}: {e}"
 
@@ -105,9 +118,11 @@ def _model_name(spec):
 class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
     """`Predict` and `GetModelMetadata` over a `ModelManager`."""
 
-    def __init__(self, manager: ModelManager, limits: RequestLimits):
+    def __init__(self, manager: ModelManager, limits: RequestLimits,
+                 max_rows_per_run: int = DEFAULT_MAX_ROWS_PER_RUN):
         self.manager = manager
         self.limits = limits
+        self.max_rows_per_run = max_rows_per_run
 
     @_guarded
     def Predict(self, request, context):
@@ -129,7 +144,8 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
                                      f"{sorted(outputs_def)}")
             inputs = decode_inputs(request.inputs, signature.signature_def,
                                    self.limits)
-            outputs = self._run(signature, inputs, context)
+            outputs = run_request(signature, inputs, context,
+                                  self.max_rows_per_run)
             response = predict_pb2.PredictResponse()
             response.model_spec.name = name
             response.model_spec.version.value = sv.version
@@ -137,29 +153,6 @@ class PredictionServicer(prediction_service_pb2_grpc.PredictionServiceServicer):
             for k in wanted:
                 response.outputs[k].CopyFrom(tensor_codec.make_tensor(outputs[k]))
             return response
-
-    @staticmethod
-    def _run(signature, inputs, context):
-        rows = {v.shape[0] if v.ndim else None for v in inputs.values()}
-        if signature.batcher is None or rows in ({0}, set()):
-            return signature.run_fn(inputs)
-        if not context.is_active():
-            raise RpcFailure(grpc.StatusCode.CANCELLED, "request cancelled")
-        handle = signature.batcher.submit(inputs)
-        if not context.add_callback(handle.cancel):  # runs when the RPC ends
-            handle.cancel()  # it has ended already
-        remaining = context.time_remaining()  # huge without a deadline
-        try:
-            return handle.result(timeout=min(remaining, _MAX_WAIT_S))
-        except TimeoutError:
-            handle.cancel()
-            raise RpcFailure(grpc.StatusCode.DEADLINE_EXCEEDED,
-                             "deadline exceeded while batching") from None
-        except BatcherStoppedError:
-            if handle.cancelled:
-                raise RpcFailure(grpc.StatusCode.CANCELLED,
-                                 "request cancelled") from None
-            raise
 
     @_guarded
     def GetModelMetadata(self, request, context):
@@ -217,6 +210,8 @@ class ModelServer:
       max_concurrent_rpcs: int or None. More concurrent RPCs get
         RESOURCE_EXHAUSTED.
       limits: `RequestLimits`.
+      max_rows_per_run: int. Without server-side batching, requests run in
+        chunks of at most this many rows (deadline checked between chunks).
     """
 
     def __init__(self, manager: ModelManager, host: str = "127.0.0.1",
@@ -224,7 +219,8 @@ class ModelServer:
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  num_threads: int = 64,
                  max_concurrent_rpcs: Optional[int] = None,
-                 limits: RequestLimits = RequestLimits()):
+                 limits: RequestLimits = RequestLimits(),
+                 max_rows_per_run: int = DEFAULT_MAX_ROWS_PER_RUN):
         self.manager = manager
         self.host = host
         self.port = port
@@ -236,7 +232,8 @@ class ModelServer:
                      ("grpc.max_receive_message_length", max_message_bytes),
                      ("grpc.so_reuseport", 0)])
         prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-            PredictionServicer(manager, limits), self._server)
+            PredictionServicer(manager, limits, max_rows_per_run),
+            self._server)
         model_service_pb2_grpc.add_ModelServiceServicer_to_server(
             ModelServicer(manager), self._server)
         self._stop_lock = threading.Lock()
@@ -249,18 +246,19 @@ class ModelServer:
         return _address(self.host, self.port)
 
     def start(self) -> int:
-        """Load the models, bind and start serving; returns the port."""
-        self.manager.start()
+        """Bind, load the models and start serving; returns the port.
+
+        Raises:
+          OSError: the address cannot be bound (checked before loading).
+        """
+        address = _address(self.host, self.port)
         try:
-            self.port = self._server.add_insecure_port(
-                _address(self.host, self.port))
+            self.port = self._server.add_insecure_port(address)
         except RuntimeError as e:
-            self.manager.stop()
-            raise OSError(f"cannot bind {_address(self.host, self.port)}: "
-                          f"{e}") from None
+            raise OSError(f"cannot bind {address}: {e}") from None
         if not self.port:
-            self.manager.stop()
-            raise OSError(f"cannot bind {self.host}")
+            raise OSError(f"cannot bind {address}")
+        self.manager.start()
         self._server.start()
         log.info("serving on %s", self.target)
         return self.port

@@ -43,6 +43,16 @@ def dtype_name(dtype_enum: int) -> str:
         return str(dtype_enum)
 
 
+def numpy_dtype(dtype_enum: int):
+    """`types_pb2.DT_FLOAT` -> `np.float32`; `DT_STRING` -> `object` (arrays
+    of `bytes`). Raises `TensorDecodeError` for unsupported dtypes."""
+    if dtype_enum == types_pb2.DT_STRING:
+        return object
+    if dtype_enum not in _NUMERIC:
+        raise TensorDecodeError(f"unsupported dtype {dtype_name(dtype_enum)}")
+    return _NUMERIC[dtype_enum][0]
+
+
 def shape_of(proto) -> list:
     """Dims of a `TensorProto`; raises on unknown rank or negative dims."""
     if proto.tensor_shape.unknown_rank:
@@ -126,9 +136,8 @@ def to_numpy(proto) -> np.ndarray:
         array = np.empty(len(values), dtype=object)
         array[:] = values
         return array.reshape(dims)
-    if proto.dtype not in _NUMERIC:
-        raise TensorDecodeError(f"unsupported dtype {dtype_name(proto.dtype)}")
-    np_dtype, field = _NUMERIC[proto.dtype]
+    np_dtype = numpy_dtype(proto.dtype)
+    field = _NUMERIC[proto.dtype][1]
     if proto.tensor_content:
         raw = proto.tensor_content
         itemsize = np.dtype(np_dtype).itemsize

@@ -57,6 +57,10 @@ def test_generic_parser_nesting():
     ("max_batch_size { value: 8 } max_batch_size { value: 9 }", "2 times"),
     ("pad_variable_length_inputs: 3", "true or false"),
     ("num_batch_threads { value: \"x\" }", "integer"),
+    ("num_batch_threads { value: 100000 }", "num_batch_threads must be in "
+     "1..1024"),
+    ("batch_timeout_micros { value: 1000000000000000000 }",
+     "batch_timeout_micros must be in 0..3600000000"),
     ("max_batch_size $ 3", "unexpected character"),
 ])
 def test_errors_name_the_problem(text, message):

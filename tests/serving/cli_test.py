@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from google.protobuf import text_format
 
 from gnmt_tf.cli.main import main
@@ -82,3 +83,67 @@ def test_serve_process_end_to_end(make_base, tmp_path):
             process.wait(10)
     output = process.stdout.read()
     assert "versions [1] on 127.0.0.1:" in output
+
+
+def _serve(args, timeout=60):
+    return subprocess.run(
+        [sys.executable, "-m", "gnmt_tf.cli.main", "serve"] + args,
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_port_in_use_fails_at_once_with_one_line(make_base):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        start = time.monotonic()
+        result = _serve(["--model_base_path", make_base(), "--model_name",
+                         "toy", "--port", str(port)])
+        elapsed = time.monotonic() - start
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"gnmt-tf serve: error: cannot serve on 127.0.0.1:{port}: it is in "
+        "use (choose another --port)"]
+    assert elapsed < 10  # no model was loaded
+
+
+def test_server_binds_before_loading_models(tmp_path):
+    from serving.model_manager import ModelManager
+    from serving.server import ModelServer
+
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "saved_model.pb").write_bytes(b"")
+    loads = []
+    manager = ModelManager({"m": str(tmp_path / "m")},
+                           load_fn=lambda path: loads.append(path))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        server = ModelServer(manager, port=taken.getsockname()[1])
+        with pytest.raises(OSError, match="cannot bind"):
+            server.start()
+    assert loads == []
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--port", "99999", "must be in 0..65535, got 99999"),
+    ("--port", "-1", "must be in 0..65535"),
+    ("--port", "85OO", "must be an integer, got '85OO'"),
+    ("--grpc_threads", "0", "must be in 1..4096"),
+    ("--max_concurrent_rpcs", "0", "must be in 1.."),
+    ("--max_message_bytes", str(2**31), "must be in 1..2147483647"),
+    ("--max_string_bytes", "0", "must be in 1.."),
+    ("--max_request_rows", "-5", "must be in 1.."),
+    ("--max_request_padded_bytes", "0", "must be in 1.."),
+    ("--max_rows_per_run", "0", "must be in 1.."),
+    ("--file_system_poll_wait_seconds", "-1", "must be in 0..86400 seconds"),
+    ("--file_system_poll_wait_seconds", "inf", "must be in 0..86400"),
+    ("--grace_seconds", "nan", "must be in 0..86400 seconds, got nan"),
+    ("--grace_seconds", "soon", "must be a number of seconds"),
+])
+def test_numeric_flags_are_checked(tmp_path, capsys, flag, value, message):
+    with pytest.raises(SystemExit) as info:  # a usage error, while parsing
+        main(["serve", "--model_name", "m", "--model_base_path",
+              str(tmp_path / "missing"), flag, value])
+    assert info.value.code == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err

@@ -2,9 +2,11 @@
 
 The toy model "toy" maps `text` to `translations` = upper-cased text (version
 2: prefixed with "v2 ") and `scores` = its length in bytes. Version 1 also has
-a `with_options` signature with a scalar `repeat` input and TF Serving warm-up
-requests. Servers bind 127.0.0.1 on a free port and are limited to 200-byte
-sentences and 64 rows.
+a `with_options` signature with a scalar `repeat` input, a `checked` signature
+that behaves like the GNMT export on bad input (an in-graph
+`tf.debugging.Assert` on the length, at most 50 bytes, and a failure on an
+empty batch), and TF Serving warm-up requests. Servers bind 127.0.0.1 on a
+free port and are limited to 200-byte sentences and 64 rows.
 """
 
 import shutil
@@ -14,6 +16,7 @@ import pytest
 from serving.batching_config import BatchingParameters
 from serving.model_manager import ModelManager
 from serving.model_manager import VersionPolicy
+from serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
 from serving.server import ModelServer
 from serving.validation import RequestLimits
 
@@ -38,10 +41,27 @@ def _save_toy_model(path, prefix="", options=False):
             tiled = tf.tile(tf.strings.upper(text)[:, None], [1, repeat])
             return {"translations": tf.strings.reduce_join(tiled, axis=1)}
 
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
+                                                    name="text")])
+        def checked(self, text):
+            longest = tf.reduce_max(tf.strings.length(text))
+            check = tf.debugging.Assert(
+                longest <= 50, ["input too long: the limit is 50 bytes, got",
+                                longest, "(split it into sentences)"])
+            with tf.control_dependencies([check]):
+                upper = tf.strings.upper(text)
+            # Reads row 0 (adding 0), so an empty batch fails as GNMT's
+            # encoder does.
+            first = tf.strings.length(text[0])
+            scores = tf.strings.length(text) + tf.minimum(first, 0)
+            return {"translations": upper,
+                    "scores": tf.cast(scores, tf.float32)}
+
     module = Toy()
     signatures = {"serving_default": module.serve}
     if options:
         signatures["with_options"] = module.with_options
+        signatures["checked"] = module.checked
     tf.saved_model.save(module, path, signatures=signatures)
     if options:
         write_warmup(path, [("serving_default", {"text": [b"warm"]}),
@@ -99,18 +119,20 @@ def make_base(tmp_path_factory, toy_versions):
 
 @pytest.fixture(scope="session")
 def start_server():
-    """`start_server(models, batching=None, **manager_kwargs)` -> a started
+    """`start_server(models, batching=None, limits=..., max_rows_per_run=32,
+    **manager_kwargs)` -> a started
     `ModelServer`; all are stopped at the end of the session."""
     servers = []
 
     def start(models, batching=None, poll_interval_s=0.0, load_fn=None,
               limits=RequestLimits(max_string_bytes=200, max_rows=64),
-              **kwargs):
+              max_rows_per_run=DEFAULT_MAX_ROWS_PER_RUN, **kwargs):
         if load_fn is not None:
             kwargs["load_fn"] = load_fn
         manager = ModelManager(models, poll_interval_s=poll_interval_s,
                                batching=batching, **kwargs)
-        server = ModelServer(manager, port=0, num_threads=16, limits=limits)
+        server = ModelServer(manager, port=0, num_threads=16, limits=limits,
+                             max_rows_per_run=max_rows_per_run)
         server.start()
         servers.append(server)
         return server
@@ -125,6 +147,16 @@ def batching_server(start_server, make_base):
     """"toy" version 1 with dynamic batching (8 rows, 50 ms, 1 thread)."""
     params = BatchingParameters(max_batch_size=8, batch_timeout_micros=50_000,
                                 max_enqueued_batches=64, num_batch_threads=1)
+    return start_server({"toy": make_base()}, params)
+
+
+@pytest.fixture(scope="session")
+def small_queue_server(start_server, make_base):
+    """"toy" version 1 with batching whose queue holds 4 batches of 2 rows (8
+    rows in all) while a request may have 64: the defaults' 3,200 vs 4,096,
+    in small."""
+    params = BatchingParameters(max_batch_size=2, batch_timeout_micros=1000,
+                                max_enqueued_batches=4, num_batch_threads=1)
     return start_server({"toy": make_base()}, params)
 
 

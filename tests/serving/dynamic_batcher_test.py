@@ -7,8 +7,10 @@ import pytest
 from serving.batching_config import BatchingParameters
 from serving.dynamic_batcher import BatchInputError
 from serving.dynamic_batcher import BatcherStoppedError
+from serving.dynamic_batcher import DeadlineExceededError
 from serving.dynamic_batcher import DynamicBatcher
 from serving.dynamic_batcher import QueueFullError
+from serving.dynamic_batcher import TaskTooLargeError
 
 
 def strings(*values):
@@ -148,3 +150,105 @@ def test_bad_inputs():
             batcher.submit({"text": strings()})
     finally:
         batcher.stop()
+
+
+def _blocked_batcher(**kwargs):
+    """A batcher whose only worker is stuck in run() on "block" until the
+    returned gate is set; run() records every text it sees."""
+    gate, seen = threading.Event(), []
+
+    def run(inputs):
+        texts = list(inputs["text"])
+        if b"block" in texts:
+            gate.wait(10)
+        if b"bad" in texts:
+            raise ValueError("bad input")
+        seen.extend(texts)
+        return {"out": np.array([t.upper() for t in texts], object)}
+
+    batcher = DynamicBatcher(run, params(**kwargs))
+    blocker = batcher.submit({"text": strings("block")})
+    deadline = time.monotonic() + 5
+    while batcher.queue_state()["batches"]:  # the worker took it
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    return batcher, gate, seen, blocker
+
+
+def test_too_large_task_is_rejected_whole_and_queue_stays_usable():
+    batcher, gate, seen, blocker = _blocked_batcher(
+        max_batch_size=2, max_enqueued_batches=3, batch_timeout_micros=0)
+    try:
+        # 7 rows can never fit into 3 batches of 2: rejected, nothing queued.
+        with pytest.raises(TaskTooLargeError, match="at most 6"):
+            batcher.submit({"text": strings(*"abcdefg")})
+        assert batcher.queue_state()["batches"] == 0
+        # 4 rows fit in principle; with 2 of 3 batches waiting they do not.
+        queued = batcher.submit({"text": strings("w", "x", "y", "z")})
+        with pytest.raises(QueueFullError, match="needs 2"):
+            batcher.submit({"text": strings("p", "q", "r")})
+        assert batcher.queue_state() == {"batches": 2, "tasks": 2,
+                                         "cancelled": 0}
+        gate.set()
+        assert list(queued.result(5)["out"]) == [b"W", b"X", b"Y", b"Z"]
+        # the queue drained and takes (and runs) a full-size request again
+        out = batcher.submit({"text": strings(*"abcdef")}).result(5)
+        assert list(out["out"]) == [c.upper().encode() for c in "abcdef"]
+        assert blocker.result(5)["out"][0] == b"BLOCK"
+    finally:
+        gate.set()
+        batcher.stop()
+    assert b"p" not in seen
+
+
+def test_queue_drains_after_a_rejected_request_with_idle_workers():
+    """The issue-18 wedge: a rejected over-large request left batches that
+    idle workers were never woken up for."""
+    batcher = DynamicBatcher(Recorder(), params(
+        max_batch_size=2, max_enqueued_batches=3, batch_timeout_micros=0))
+    try:
+        time.sleep(0.05)  # the worker is idle, waiting for work
+        with pytest.raises(TaskTooLargeError):
+            batcher.submit({"text": strings(*"abcdefg")})
+        out = batcher.submit({"text": strings("a")}).result(5)
+        assert list(out["out"]) == [b"A"]
+        assert batcher.queue_state()["batches"] == 0
+    finally:
+        batcher.stop()
+
+
+def test_expired_tasks_are_dropped_before_running():
+    batcher, gate, seen, _ = _blocked_batcher(batch_timeout_micros=0)
+    try:
+        late = batcher.submit({"text": strings("late")},
+                              deadline=time.monotonic() + 0.05)
+        on_time = batcher.submit({"text": strings("on time")},
+                                 deadline=time.monotonic() + 30)
+        time.sleep(0.1)
+        gate.set()
+        with pytest.raises(DeadlineExceededError):
+            late.result(5)
+        assert on_time.result(5)["out"][0] == b"ON TIME"
+    finally:
+        gate.set()
+        batcher.stop()
+    assert b"late" not in seen
+    assert batcher.stats["expired"] == 1
+
+
+def test_a_bad_task_fails_alone_in_a_merged_batch():
+    batcher, gate, seen, _ = _blocked_batcher(max_batch_size=8,
+                                              batch_timeout_micros=0)
+    try:
+        handles = [batcher.submit({"text": strings(t)})
+                   for t in ("a", "bad", "c", "d")]
+        assert batcher.queue_state()["batches"] == 1
+        gate.set()
+        assert handles[0].result(5)["out"][0] == b"A"
+        with pytest.raises(ValueError, match="bad input"):
+            handles[1].result(5)
+        assert [h.result(5)["out"][0] for h in handles[2:]] == [b"C", b"D"]
+    finally:
+        gate.set()
+        batcher.stop()
+    assert batcher.stats["failed_batches"] == 1

@@ -108,3 +108,83 @@ def test_failing_warmup_fails_the_load(start_server, make_base, warmup_writer):
     (version, state, error), = server.manager.status("toy")
     assert (version, state) == (1, "END")
     assert "warm-up failed" in error and "nope" in error
+
+
+def _copy_slowly_first_part(source, target):
+    """What a slow copy has written so far: `saved_model.pb` only."""
+    os.mkdir(target)
+    shutil.copy(os.path.join(source, "saved_model.pb"), target)
+
+
+def _copy_rest(source, target):
+    for name in os.listdir(source):
+        if not os.path.exists(os.path.join(target, name)):
+            src = os.path.join(source, name)
+            if os.path.isdir(src):
+                shutil.copytree(src, os.path.join(target, name))
+            else:
+                shutil.copy(src, target)
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_slowly_copied_version_is_served_once_complete(
+        start_server, make_base, toy_versions, caplog):
+    """Issue 18: `saved_model.pb` first, `variables/` later; it used to be
+    tried 3 times and then never served (END)."""
+    base = make_base((1,))
+    server = start_server({"toy": base}, poll_interval_s=0.05)
+    target = os.path.join(base, "2")
+    with caplog.at_level("WARNING", logger="gnmt_tf.serving"):
+        _copy_slowly_first_part(toy_versions[2], target)
+        manager = server.manager
+        _wait_for(lambda: 2 in dict((v, s) for v, s, _ in manager.status("toy")),
+                  10, "version 2 was never tried")
+        time.sleep(1.5)  # a few polls and at least one back-off retry
+        (_, state, error), = manager.status("toy", 2)
+        assert state == "LOADING"  # not given up
+        assert "load failed (attempt" in error and "variables" in error
+        assert manager.served_versions("toy") == [1]
+        _copy_rest(toy_versions[2], target)
+        assert wait_until_served(manager, "toy", 2, timeout=10)
+    failures = [r.getMessage() for r in caplog.records
+                if "loading toy version 2 failed" in r.getMessage()]
+    assert len(failures) >= 2  # each attempt logged, with the reason
+    assert all("variables" in m and "retrying in" in m for m in failures)
+    with TranslationClient(server.target, "toy") as client:
+        _wait_for(lambda: client.model_status() == {1: "END", 2: "AVAILABLE"},
+                  10, "version 1 was not unloaded")
+        assert client.translate(["x"]) == ["v2 X"]
+
+
+def test_changed_files_are_retried_before_the_back_off_ends(
+        start_server, make_base, toy_versions):
+    base = make_base((1,))
+    server = start_server({"toy": base}, poll_interval_s=0.05,
+                          load_retry_initial_s=60.0)
+    target = os.path.join(base, "2")
+    _copy_slowly_first_part(toy_versions[2], target)
+    _wait_for(lambda: server.manager.status("toy")[-1][2], 10,
+              "version 2 was never tried")
+    start = time.monotonic()
+    _copy_rest(toy_versions[2], target)
+    assert wait_until_served(server.manager, "toy", 2, timeout=10)
+    assert time.monotonic() - start < 10  # not after the 60 s back-off
+
+
+def test_version_no_longer_wanted_stops_retrying(start_server, make_base,
+                                                 toy_versions):
+    base = make_base((1,))
+    server = start_server({"toy": base}, poll_interval_s=0.05)
+    _copy_slowly_first_part(toy_versions[2], os.path.join(base, "2"))
+    _wait_for(lambda: server.manager.status("toy")[-1][2], 10,
+              "version 2 was never tried")
+    shutil.rmtree(os.path.join(base, "2"))
+    _wait_for(lambda: server.manager.status("toy", 2)[0][1] == "END", 10,
+              "version 2 is still LOADING")
+    assert server.manager.served_versions("toy") == [1]

@@ -174,7 +174,8 @@ def test_metadata_and_status(any_server):
 
 
 def test_dynamic_batcher_merges_concurrent_requests(batching_server):
-    (_, _, _, batcher), = batching_server.manager.batchers()
+    batcher, = [b for _, _, key, b in batching_server.manager.batchers()
+                if key == "serving_default"]
     before = dict(batcher.stats)
     client = TranslationClient(batching_server.target, "toy")
     barrier = threading.Barrier(8)
