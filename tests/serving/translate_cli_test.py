@@ -98,4 +98,4 @@ def test_flags_a_server_cannot_honour_are_one_line_errors(
     assert code == 2 and lines is None
     assert message in err and len(err.strip().splitlines()) == 1, err
     if flags == ["--beam-size", "8"]:
-        assert "[beam_size must be one of] [1 2 4 5] [got] [8]" in err
+        assert "beam_size must be one of 1 2 4 5 got 8" in err
