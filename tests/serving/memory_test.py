@@ -31,3 +31,21 @@ def test_freed_memory_goes_back_to_the_os():
     assert release_free_memory()
     assert freed - _rss_mb() > 150, "the 256 MB freed stayed in the RSS"
     assert kept[0].sum() == 8192
+
+
+def test_live_tensorflow_resources_survive(tmp_path):
+    """An eagerly created TF Text tokenizer (as in-process translators and
+    loaded models hold) still works after memory is released."""
+    import sentencepiece as spm
+    import tensorflow_text
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("".join(f"a dog runs {i} times\n" for i in range(50)))
+    spm.SentencePieceTrainer.train(input=str(text), model_prefix=str(
+        tmp_path / "spm"), vocab_size=30, minloglevel=2)
+    tokenizer = tensorflow_text.SentencepieceTokenizer(
+        (tmp_path / "spm.model").read_bytes())
+    before = tokenizer.tokenize(["a dog runs"]).to_list()
+    tokenizer.tokenize(["warm"])  # the kernel (and its resource) is cached
+    release_free_memory()
+    assert tokenizer.tokenize(["a dog runs"]).to_list() == before
