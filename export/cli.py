@@ -126,7 +126,7 @@ def register(subparsers):
         "onnx", help="encode.onnx + decode_step.onnx (tf2onnx) for trtexec "
                      "/ ONNX Runtime")
     onnx.add_argument("--model", required=True,
-                      help="trained GNMT (or QAT) model directory")
+                      help="trained model directory (any type, or QAT)")
     onnx.add_argument("--out", required=True, help="output directory")
     onnx.add_argument("--opset", type=positive_int, default=17)
 

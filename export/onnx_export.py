@@ -1,4 +1,4 @@
-"""ONNX export (tf2onnx) of a GNMT model's `encode` and `decode_step`.
+"""ONNX export (tf2onnx) of a model's `encode` and `decode_step`.
 
 For TensorRT's `trtexec` and ONNX Runtime: as with TFLite, the search runs
 on the host and the model gives two graphs, `encode.onnx` and
@@ -9,7 +9,11 @@ on the host and the model gives two graphs, `encode.onnx` and
   `decode_step`'s new state comes out as `next_<name>` (`next_h_0`, ...);
   feed it back as `<name>`.
 - Shapes stay dynamic (batch, source length): ONNX has `Loop` for the
-  encoder's `tf.scan`, so nothing is fixed as it is for TFLite.
+  encoder's `tf.scan`, so nothing is fixed as it is for TFLite. A model's
+  task inputs (`Seq2SeqModel.task_inputs`: the task-space Transformer's
+  ``src_lang``, ``tgt_lang`` int32 `[B]`, ``tags`` `[B, K]`) are inputs of
+  ``encode``, and `model.json` next to the graphs describes them (as for
+  TFLite); the Transformer's KV cache holds `max_sequence_length` positions.
 
 Tokenisation (SentencePiece) and the beam search are not in these graphs;
 `spm.model` is copied next to them. A QAT model directory exports its
@@ -30,7 +34,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from export.savedmodel import make_step_functions
+from export.savedmodel import make_step_functions, task_encode_function
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.io_utils import atomic_path, copy_file_atomic
 
@@ -58,7 +62,7 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
     """Writes `encode.onnx` and `decode_step.onnx` for a loaded model.
 
     Args:
-        model: a GNMT model (`encode`, `initial_state`, `step`).
+        model: a `Seq2SeqModel`, weights loaded.
         out_dir: directory to write to (created if missing).
         opset: ONNX opset.
 
@@ -72,7 +76,9 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
 
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    encode, decode_step = make_step_functions(model)
+    encode_fn, specs = task_encode_function(model)
+    encode, decode_step = make_step_functions(model, encode_fn=encode_fn,
+                                              encode_specs=specs)
     paths = {}
     for name, function in (("encode", encode), ("decode_step", decode_step)):
         traced, specs = _positional(function)
@@ -84,24 +90,27 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
 
 
 def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
-    """Writes a GNMT model directory's ONNX graphs and vocabulary.
+    """Writes a model directory's ONNX graphs, vocabulary and `model.json`
+    (any model type).
 
     Returns:
-        `{"encode": Path, "decode_step": Path, "vocabulary": Path}`.
+        `{"encode": Path, "decode_step": Path, "vocabulary": Path,
+        "metadata": Path}`.
 
     Raises:
         ImportError: tf2onnx is not installed.
-        ValueError: a model type this export does not cover yet (the
-            task-space Transformer).
     """
-    import export.qat  # noqa: F401  (QAT model directories load too)
+    import json
 
-    model_type = model_dir_lib.read_config(model_dir).get("model_type")
-    if model_type not in ("gnmt", "gnmt_qat"):
-        raise ValueError(f"ONNX export covers GNMT model directories; "
-                         f"{model_dir} holds a {model_type!r} model")
-    model, subwords, _ = model_dir_lib.load_model(model_dir)
+    from export.tflite import METADATA_FILE, export_metadata
+    from gnmt_tf.io_utils import write_text_atomic
+
+    model, subwords, payload = model_dir_lib.load_model(model_dir)
     paths = convert_step_functions(model, out_dir, opset)
-    paths["vocabulary"] = pathlib.Path(out_dir) / model_dir_lib.VOCAB_FILE
+    out_dir = pathlib.Path(out_dir)
+    paths["vocabulary"] = out_dir / model_dir_lib.VOCAB_FILE
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
+    paths["metadata"] = out_dir / METADATA_FILE
+    metadata = export_metadata(model, payload, None, model.max_target_length)
+    write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

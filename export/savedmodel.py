@@ -192,6 +192,24 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
                 ids=tf.TensorSpec([None], tf.int32, name="ids"), **state_specs))
 
 
+def task_encode_function(model, batch_size=None):
+    """`(encode_fn, specs)` of a model's encoder with its task inputs as ids:
+    `encode_fn(source_ids, *task)` calls `model.encode`, `specs` are the
+    named `TensorSpec`s (``source_ids`` int32 `[batch_size, None]`, then one
+    int32 `[batch_size]` or `[batch_size, K]` per `TaskInput`), as
+    `make_step_functions`' `encode_fn` / `encode_specs` take them."""
+    inputs = model.task_inputs()
+    specs = [tf.TensorSpec([batch_size, None], tf.int32, name="source_ids")]
+    specs += [tf.TensorSpec((batch_size,) + tuple(t.shape[1:]), tf.int32,
+                            name=t.name) for t in inputs]
+
+    def encode_fn(source_ids, *task):
+        return model.encode(source_ids, **{
+            t.name: value for t, value in zip(inputs, task)})
+
+    return encode_fn, specs
+
+
 OPTION_SPECS = (tf.TensorSpec([], tf.int32, name="beam_size"),
                 tf.TensorSpec([], tf.float32, name="length_penalty"),
                 tf.TensorSpec([], tf.float32, name="coverage_penalty"))

@@ -51,7 +51,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 
 from export import tflite_int8
-from export.savedmodel import make_step_functions
+from export.savedmodel import make_step_functions, task_encode_function
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 from gnmt_tf.io_utils import write_text_atomic
@@ -90,15 +90,7 @@ class StepModule(tf.Module):
         # every layer's call (slow, and it fails for models never called).
         self._untracked = types.SimpleNamespace(model=model)
         self.model_variables = list(model.variables)
-        inputs = model.task_inputs()
-        specs = [tf.TensorSpec([1, None], tf.int32, name="source_ids")] + [
-            tf.TensorSpec((1,) + t.shape[1:], tf.int32, name=t.name)
-            for t in inputs]
-
-        def encode(source_ids, *task):
-            return model.encode(source_ids, **{
-                t.name: value for t, value in zip(inputs, task)})
-
+        encode, specs = task_encode_function(model, batch_size=1)
         self.encode, self.decode_step = make_step_functions(
             model, encode_batch_size=1, step_source_length=max_source_length,
             encode_fn=encode, encode_specs=specs,

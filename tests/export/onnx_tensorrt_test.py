@@ -58,12 +58,64 @@ def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
         ids = got["log_probs"].argmax(-1).astype(np.int32)
 
 
-def test_onnx_rejects_other_model_types(capsys, tmp_path):
+def test_onnx_of_the_task_space_transformer(ts_model_dir, tmp_path):
+    """encode (with the task as ids) and three cached decode steps agree
+    with TensorFlow's; model.json describes the task inputs."""
+    import json
+
+    import onnxruntime
+    import tensorflow as tf
+
+    from export.onnx_export import export_onnx
+    from export.savedmodel import make_step_functions, task_encode_function
+    from gnmt_tf.model_dir import load_model
+
+    paths = export_onnx(ts_model_dir, tmp_path / "onnx")
+    meta = json.loads(paths["metadata"].read_text())
+    assert [t["name"] for t in meta["task_inputs"]] == [
+        "src_lang", "tgt_lang", "tags"]
+    model, _, _ = load_model(ts_model_dir)
+    encode_fn, specs = task_encode_function(model)
+    encode, decode_step = make_step_functions(model, encode_fn=encode_fn,
+                                              encode_specs=specs)
+    encode_onnx = onnxruntime.InferenceSession(str(paths["encode"]))
+    step_onnx = onnxruntime.InferenceSession(str(paths["decode_step"]))
+
+    inputs = {"source_ids": np.array([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0]],
+                                     np.int32),
+              "src_lang": np.array([0, 1], np.int32),     # en, de
+              "tgt_lang": np.array([2, 3], np.int32),     # fr, cs
+              "tags": np.array([[1, 0, 0, 0, 0, 0], [0] * 6], np.int32)}
+    expected = {k: v.numpy() for k, v in encode(
+        **{k: tf.constant(v) for k, v in inputs.items()}).items()}
+    names = [o.name for o in encode_onnx.get_outputs()]
+    state = dict(zip(names, encode_onnx.run(None, inputs)))
+    assert set(state) == set(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
+    ids = np.array([2, 2], np.int32)
+    for _ in range(3):
+        expected = {k: v.numpy() for k, v in decode_step(
+            ids=tf.constant(ids),
+            **{k: tf.constant(v) for k, v in state.items()}).items()}
+        names = [o.name for o in step_onnx.get_outputs()]
+        got = dict(zip(names, step_onnx.run(None, {"ids": ids, **state})))
+        np.testing.assert_allclose(got["log_probs"], expected["log_probs"],
+                                   atol=1e-4)
+        for key in state:
+            if "next_" + key in got:
+                np.testing.assert_allclose(got["next_" + key], expected[key],
+                                           atol=1e-5, err_msg=key)
+                state[key] = got["next_" + key]
+        ids = got["log_probs"].argmax(-1).astype(np.int32)
+
+
+def test_onnx_rejects_unknown_model_types(capsys, tmp_path):
     (tmp_path / "config.json").write_text(
-        '{"model_type": "task_space_transformer", "model": {}, "train": {}}')
+        '{"model_type": "rnn_search", "model": {}, "train": {}}')
     assert main(["export", "onnx", "--model", str(tmp_path),
                  "--out", str(tmp_path / "onnx")]) == 2
-    assert "covers GNMT" in capsys.readouterr().err
+    assert "unknown model type 'rnn_search'" in capsys.readouterr().err
 
 
 def test_tensorrt_argument_checks(tmp_path):
