@@ -107,8 +107,7 @@ def register(subparsers):
     parser.add_argument(
         "--tflite", metavar="FILE",
         help="translate with an exported .tflite model instead (gnmt-tf "
-             "export tflite; its spm.model, and task.json for task-space "
-             "models, next to it)")
+             "export tflite; its spm.model and model.json next to it)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
