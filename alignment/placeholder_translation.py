@@ -37,6 +37,7 @@ from alignment.aligned_model import word_index_of_pieces
 from alignment.placeholders import (PLACEHOLDER_TOKENS, Entity,
                                     default_mapping, placeholder,
                                     placeholder_occurrences, restore)
+from gnmt_tf.seq2seq_model import prefix_ids
 
 METHODS = ("order", "attention_argmax", "conv_head")
 _TOKEN_TYPE = {token: token[1:-1] for token in PLACEHOLDER_TOKENS}
@@ -218,13 +219,6 @@ class PlaceholderTranslator:
         self.repair = repair
         self.subwords = translator.subwords
 
-    def _source_prefix(self, ids) -> List[int]:
-        """The model's source prefix ids (`<2xx>`) for task `ids`."""
-        if self.model.source_prefix is None:
-            return []
-        name, prefix_ids = self.model.source_prefix
-        return [int(prefix_ids[ids[name]])]
-
     @staticmethod
     def _task_inputs(n, ids):
         """Task `ids` repeated for `n` rows, or None for a model without."""
@@ -235,7 +229,7 @@ class PlaceholderTranslator:
         """Teacher-forced head probabilities and mean attention per pair,
         each `[T+1, S+1(+prefix)]` over subwords, plus the prefix length."""
         task = self.translator.task_ids(**(translate_kwargs or {}))
-        prefix = self._source_prefix(task)
+        prefix = prefix_ids(self.model.source_prefix, task)
         source_ids = [prefix + ids for ids in
                       self.subwords.encode(masked_sources)]
         target_ids = self.subwords.encode(masked_translations)

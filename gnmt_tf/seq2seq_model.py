@@ -151,6 +151,15 @@ class Seq2SeqModel(typing.Protocol):
         """`ids` int32 `[N]` -> `(log_probs [N, V], attention [N, S],
         state)`."""
 
+def prefix_ids(source_prefix, ids) -> list:
+    """The ids a source starts with for task `ids` (from `task_ids`), given
+    a model's `source_prefix`; `[]` without one."""
+    if source_prefix is None:
+        return []
+    name, table = source_prefix
+    return [int(table[ids[name]])]
+
+
 def task_ids(model: Seq2SeqModel, task: dict) -> dict:
     """Checks Python task arguments against `model.task_inputs()`; returns
     their ids (see `check_task`)."""

@@ -32,7 +32,7 @@ import pathlib
 
 import numpy as np
 
-from gnmt_tf.seq2seq_model import TaskInput, check_task  # no TensorFlow
+from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 
 NEG_INF = np.float32(-np.inf)
 COVERAGE_FLOOR = np.float32(1e-10)  # as gnmt_tf.decoding.penalties
@@ -137,15 +137,9 @@ class TFLiteTranslator:
             self._encode.get_output_details(), step_inputs)
         lengths = [shape[1] for shape in self._padded_shapes.values()]
         self.max_source_length = min(lengths) if lengths else None
-        # A cache: the state tensors `decode_step` takes at a fixed length
-        # that `encode` does not pad (the KV cache positions).
-        caches = [detail["shape_signature"][1]
-                  for name, detail in step_inputs.items()
-                  if name.endswith("__self_key")]
-        self.max_output_length = (int(min(caches)) if caches else None)
-        if metadata.get("max_output_length") and self.max_output_length:
-            self.max_output_length = min(self.max_output_length,
-                                         int(metadata["max_output_length"]))
+        # The cache length, or the model's own limit if shorter (written
+        # by the exporter, which knows both).
+        self.max_output_length = metadata.get("max_output_length")
         self._warm_up()
 
     def _warm_up(self):
@@ -306,10 +300,7 @@ class TFLiteTranslator:
             values that must differ (naming the known ones).
         """
         ids = check_task(self._task_inputs, task)
-        prefix = []
-        if self.source_prefix is not None:
-            name, prefix_ids = self.source_prefix
-            prefix = [prefix_ids[ids[name]]]
+        prefix = prefix_ids(self.source_prefix, ids)
         arrays = {name: np.asarray([value], np.int32)
                   for name, value in ids.items() if name in self.encode_inputs}
         return prefix, arrays

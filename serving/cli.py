@@ -22,6 +22,9 @@ _MAX_INT32 = 2**31 - 1
 _MAX_SECONDS = 24 * 3600.0
 
 
+# These argparse types mirror gnmt_tf/cli/arg_types.py: `serving` may not
+# import `gnmt_tf` (.importlinter), so that the server stays free of the
+# TensorFlow-side packages.
 def _int_in(low, high=_MAX_INT32):
     """argparse type: an integer in [low, high]."""
     def parse(text):

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Iterable, Mapping, Sequence, Tuple
 
 from gnmt_tf.checks import check_number
+from gnmt_tf.seq2seq_model import TaskInput
 from task_space.presets import TRANSFORMER_PRESETS
 
 DEFAULT_LANGUAGES = ("en", "de", "fr", "cs")
@@ -156,26 +157,22 @@ class TransformerConfig:
 
     # --- Task names to model inputs ---------------------------------------
 
+    def task_inputs(self) -> tuple:
+        """The model's task inputs (`gnmt_tf.seq2seq_model.TaskInput`):
+        source language, target language (not the source's), scene tags."""
+        return (TaskInput("src_lang", self.languages, label="language"),
+                TaskInput("tgt_lang", self.languages, label="language",
+                          differs_from="src_lang"),
+                TaskInput("tags", self.scene_tags, multi_hot=True,
+                          label="scene tag"))
+
     def language_id(self, language: str) -> int:
         """Index of a language code, e.g. `"de"` -> 1."""
-        try:
-            return self.languages.index(language)
-        except ValueError:
-            raise ValueError(
-                f"unknown language {language!r}; known languages: "
-                f"{list(self.languages)}") from None
+        return self.task_inputs()[0].to_ids(language)
 
     def tag_vector(self, tags: Iterable[str]) -> list:
         """Multi-hot list of length `num_tags` for a set of tag names."""
-        tags = [tags] if isinstance(tags, str) else list(tags)
-        vector = [0] * self.num_tags
-        for tag in tags:
-            if tag not in self.scene_tags:
-                raise ValueError(
-                    f"unknown scene tag {tag!r}; known tags: "
-                    f"{list(self.scene_tags)}")
-            vector[self.scene_tags.index(tag)] = 1
-        return vector
+        return self.task_inputs()[2].to_ids(tags)
 
     def task_features(self, src_lang: str, tgt_lang: str,
                       tags: Sequence[str] = ()) -> dict:

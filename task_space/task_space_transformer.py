@@ -7,7 +7,6 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
-from gnmt_tf.seq2seq_model import TaskInput
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
@@ -226,12 +225,7 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
 
     def task_inputs(self):
         """Source language, target language, scene tags (multi-hot)."""
-        c = self.config
-        return (TaskInput("src_lang", c.languages, label="language"),
-                TaskInput("tgt_lang", c.languages, label="language",
-                          differs_from="src_lang"),
-                TaskInput("tags", c.scene_tags, multi_hot=True,
-                          label="scene tag"))
+        return self.config.task_inputs()
 
     @property
     def source_prefix(self):

@@ -14,6 +14,30 @@ def onnx_dir(tiny_model_dir, tmp_path_factory):
     return out
 
 
+def _steps(step_onnx, decode_step, state, steps=3):
+    """Runs `decode_step` in ONNX Runtime and TensorFlow from `state` (a batch
+    of 2), feeding the new state back as a host search does; checks the
+    log-probs and every new state tensor, and yields `(got, expected)`."""
+    import tensorflow as tf
+
+    ids = np.array([2, 2], np.int32)
+    for _ in range(steps):
+        expected = {k: v.numpy() for k, v in decode_step(
+            ids=tf.constant(ids),
+            **{k: tf.constant(v) for k, v in state.items()}).items()}
+        names = [o.name for o in step_onnx.get_outputs()]
+        got = dict(zip(names, step_onnx.run(None, {"ids": ids, **state})))
+        np.testing.assert_allclose(got["log_probs"], expected["log_probs"],
+                                   atol=1e-4)
+        yield got, expected
+        for key in state:
+            if "next_" + key in got:
+                np.testing.assert_allclose(got["next_" + key], expected[key],
+                                           atol=1e-5, err_msg=key)
+                state[key] = got["next_" + key]
+        ids = got["log_probs"].argmax(-1).astype(np.int32)
+
+
 def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
     import onnxruntime
     import tensorflow as tf
@@ -38,24 +62,10 @@ def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
     for key, value in expected.items():
         np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
 
-    ids = np.array([2, 2], np.int32)
-    for _ in range(3):  # feed the new state back, as a host search does
-        expected = {k: v.numpy() for k, v in decode_step(
-            ids=tf.constant(ids),
-            **{k: tf.constant(v) for k, v in state.items()}).items()}
-        names = [o.name for o in step_onnx.get_outputs()]
-        got = dict(zip(names, step_onnx.run(None, {"ids": ids, **state})))
-        np.testing.assert_allclose(got["log_probs"], expected["log_probs"],
-                                   atol=1e-4)
+    for got, expected in _steps(step_onnx, decode_step, state):
         np.testing.assert_allclose(got["attention"], expected["attention"],
                                    atol=1e-5)
         assert not got["attention"][1, 3:].any()  # padding gets nothing
-        for key in state:
-            if "next_" + key in got:
-                np.testing.assert_allclose(got["next_" + key], expected[key],
-                                           atol=1e-5, err_msg=key)
-                state[key] = got["next_" + key]
-        ids = got["log_probs"].argmax(-1).astype(np.int32)
 
 
 def test_onnx_of_the_task_space_transformer(ts_model_dir, tmp_path):
@@ -93,21 +103,8 @@ def test_onnx_of_the_task_space_transformer(ts_model_dir, tmp_path):
     assert set(state) == set(expected)
     for key, value in expected.items():
         np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
-    ids = np.array([2, 2], np.int32)
-    for _ in range(3):
-        expected = {k: v.numpy() for k, v in decode_step(
-            ids=tf.constant(ids),
-            **{k: tf.constant(v) for k, v in state.items()}).items()}
-        names = [o.name for o in step_onnx.get_outputs()]
-        got = dict(zip(names, step_onnx.run(None, {"ids": ids, **state})))
-        np.testing.assert_allclose(got["log_probs"], expected["log_probs"],
-                                   atol=1e-4)
-        for key in state:
-            if "next_" + key in got:
-                np.testing.assert_allclose(got["next_" + key], expected[key],
-                                           atol=1e-5, err_msg=key)
-                state[key] = got["next_" + key]
-        ids = got["log_probs"].argmax(-1).astype(np.int32)
+    for _ in _steps(step_onnx, decode_step, state):
+        pass
 
 
 def test_onnx_rejects_unknown_model_types(capsys, tmp_path):
