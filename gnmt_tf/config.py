@@ -89,6 +89,7 @@ class TrainConfig:
       train_steps: int. Upper bound on optimizer steps.
       max_minutes: float or None. Stop (and checkpoint) after this wall time.
       checkpoint_every: int. Save a checkpoint every N steps.
+      keep_checkpoints: int. Most recent checkpoints kept (for averaging).
       delta_start, delta_end, delta_anneal_steps: cell-clipping delta schedule
         used when the model has `clip_cell`.
       shuffle_buffer: int. Sentence pairs in the shuffle buffer.
@@ -104,6 +105,7 @@ class TrainConfig:
     train_steps: int = 100000
     max_minutes: typing.Optional[float] = None
     checkpoint_every: int = 500
+    keep_checkpoints: int = 5
     delta_start: float = 8.0
     delta_end: float = 1.0
     delta_anneal_steps: int = 10000
@@ -112,7 +114,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("max_tokens", "max_length", "train_steps",
-                     "checkpoint_every", "shuffle_buffer",
+                     "checkpoint_every", "keep_checkpoints", "shuffle_buffer",
                      "delta_anneal_steps"):
             check_number(name, getattr(self, name), integer=True, minimum=1)
         check_number("warmup_steps", self.warmup_steps, integer=True,

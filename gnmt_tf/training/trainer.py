@@ -88,7 +88,7 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(
         checkpoint, str(pathlib.Path(model_dir) / model_dir_lib.CHECKPOINT_DIR),
-        max_to_keep=3)
+        max_to_keep=train_config.keep_checkpoints)
     resumed = model_dir_lib.restore_latest(checkpoint, model_dir,
                                            expect_partial=False)
     step = int(optimizer.iterations.numpy())
