@@ -44,7 +44,8 @@ setup(
     python_requires=PYTHON_REQUIRES,
     packages=find_packages(
         include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*"]),
-    package_data={"export": ["allowed_ops.txt"]},
+    package_data={"export": ["allowed_ops.txt"],
+                  "gnmt_tf": ["pretrained/*/*"]},
     install_requires=INSTALL_REQUIRES,
     # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
     # reference of the task-space benchmark and its converter test;

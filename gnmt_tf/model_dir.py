@@ -5,6 +5,11 @@ Layout::
     MODEL_DIR/config.json      {"model_type": ..., "model": {...}, "train": {...}}
     MODEL_DIR/spm.model        the shared SentencePiece vocabulary
     MODEL_DIR/checkpoints/     tf.train.Checkpoint files (ckpt-<step>)
+    MODEL_DIR/weights.npz      or, for a shipped model, its final weights
+                               (`gnmt_tf.weights_file`)
+
+Wherever a model directory is read, the name of a shipped model
+(`gnmt_tf.pretrained`) is accepted too.
 
 Model types map to classes through `gnmt_tf.model_types` (entry points each
 package declares), imported only when used, so `gnmt_tf` never imports the
@@ -16,10 +21,13 @@ import pathlib
 import sys
 
 from gnmt_tf import model_types
+from gnmt_tf.pretrained import locate
 
 CONFIG_FILE = "config.json"
 VOCAB_FILE = "spm.model"
 CHECKPOINT_DIR = "checkpoints"
+WEIGHTS_FILE = "weights.npz"
+
 
 def model_classes(model_type):
     """`(ModelClass, ConfigClass)` of a declared model type
@@ -50,7 +58,7 @@ def write_config(model_dir, model_type, model_config, train_config, extra=None):
 
 def read_config(model_dir) -> dict:
     """Reads `config.json`, with clear errors for a missing or broken file."""
-    path = pathlib.Path(model_dir) / CONFIG_FILE
+    path = locate(model_dir) / CONFIG_FILE
     if not path.exists():
         raise FileNotFoundError(f"{model_dir} is not a model directory (no {CONFIG_FILE})")
     try:
@@ -123,6 +131,9 @@ def restore_latest(checkpoint, model_dir, expect_partial=True):
 def load_model(model_dir):
     """Loads a trained model and its vocabulary for inference.
 
+    Args:
+      model_dir: str or Path, or the name of a shipped model.
+
     Returns:
       `(model, subwords, payload)`.
 
@@ -134,11 +145,18 @@ def load_model(model_dir):
 
     from gnmt_tf.text.subword import Subwords
 
+    model_dir = locate(model_dir)
     model, payload = build_model(model_dir)
-    subwords = Subwords(pathlib.Path(model_dir) / VOCAB_FILE)
+    subwords = Subwords(model_dir / VOCAB_FILE)
     model(model.dummy_inputs())  # create variables so restore checks them now
     if restore_latest(tf.train.Checkpoint(model=model), model_dir) is None:
-        raise FileNotFoundError(f"no checkpoint in {pathlib.Path(model_dir) / CHECKPOINT_DIR}")
+        if not (model_dir / WEIGHTS_FILE).exists():
+            raise FileNotFoundError(
+                f"no checkpoint in {model_dir / CHECKPOINT_DIR} and no "
+                f"{WEIGHTS_FILE} in {model_dir}")
+        from gnmt_tf.weights_file import load_weights
+
+        load_weights(model, model_dir / WEIGHTS_FILE)
     attach = getattr(model, "attach_model_dir", None)
     if attach is not None:  # what the model's inputs need from its directory
         attach(subwords, payload)

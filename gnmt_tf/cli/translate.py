@@ -99,7 +99,8 @@ def served_search_options(args):
 def register(subparsers):
     parser = subparsers.add_parser(
         "translate", help="translate raw text, one sentence a line")
-    parser.add_argument("--model", help="trained model directory")
+    parser.add_argument("--model", help="trained model directory, or the "
+                        "name of a shipped model (gnmt-tf models)")
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="translate through a TF Serving gRPC endpoint instead")
     parser.add_argument("--model_name", "--model-name", dest="model_name",

@@ -1,0 +1,58 @@
+"""Trained models shipped inside the package (`gnmt_tf/pretrained/<name>/`).
+
+Each folder is a model directory (`gnmt_tf.model_dir`) whose weights are one
+float16 `weights.npz` (`gnmt_tf.weights_file`) instead of training
+checkpoints, plus `MODEL_CARD.md` and `scores.json` (what
+`benchmarks/model_zoo.py` measured on it). Wherever a model directory is
+accepted, so is one of these names:
+
+```python
+from gnmt_tf.translator import Translator
+translator = Translator.from_model_dir("multi30k-transformer")
+```
+"""
+
+import json
+import pathlib
+
+PRETRAINED_DIR = pathlib.Path(__file__).resolve().parent
+SCORES_FILE = "scores.json"
+CARD_FILE = "MODEL_CARD.md"
+
+
+def names():
+    """Names of the shipped models, sorted."""
+    return sorted(path.name for path in PRETRAINED_DIR.iterdir()
+                  if (path / "config.json").is_file())
+
+
+def locate(model_dir_or_name) -> pathlib.Path:
+    """The directory of a model directory path or a shipped model's name.
+
+    An existing path wins over a name, so a local folder called like a
+    shipped model is what the user gets.
+
+    Raises:
+      FileNotFoundError: neither a directory nor a shipped model's name.
+    """
+    path = pathlib.Path(model_dir_or_name)
+    if path.is_dir():
+        return path
+    if str(model_dir_or_name) in names():
+        return PRETRAINED_DIR / str(model_dir_or_name)
+    known = ", ".join(names()) or "none installed"
+    raise FileNotFoundError(
+        f"{model_dir_or_name} is not a model directory nor the name of a "
+        f"shipped model (shipped: {known})")
+
+
+def describe(name) -> dict:
+    """`{"name", "size_mb", "model_type", "scores"}` of a shipped model;
+    `scores` is `scores.json` (empty when missing)."""
+    path = locate(name)
+    config = json.loads((path / "config.json").read_text())
+    scores_path = path / SCORES_FILE
+    scores = json.loads(scores_path.read_text()) if scores_path.exists() else {}
+    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+    return {"name": name, "size_mb": round(size / 2**20, 1),
+            "model_type": config.get("model_type", "gnmt"), "scores": scores}
