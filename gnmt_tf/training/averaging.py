@@ -15,6 +15,7 @@ average_checkpoints("runs/en-de", "runs/en-de-avg", last=5)
 """
 
 import json
+import os
 import pathlib
 import shutil
 import tempfile
@@ -101,6 +102,9 @@ def average_checkpoints(model_dir, output_dir, last=5, weights_only=False):
         (tmp / AVERAGED_FILE).write_text(json.dumps(
             {"source": str(model_dir), "checkpoints": [
                 pathlib.Path(p).name for p in paths]}, indent=2) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private
         tmp.rename(output_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

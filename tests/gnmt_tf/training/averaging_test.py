@@ -47,6 +47,9 @@ def test_average_is_the_mean_of_the_last_checkpoints(tiny_model_dir, tmp_path,
                zip(model.get_weights(), last_two[1]))
     assert _snapshot(tiny_model_dir) == before  # the run is only read
     assert not (out / "progress.json").exists()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # not mkdtemp's 0700
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["averaged.json", "checkpoints", "config.json", "spm.model",
          "spm.vocab"])

@@ -1,0 +1,239 @@
+"""Benchmark: the shipped models (`gnmt_tf/pretrained/`), scored as shipped.
+
+Two stages:
+
+    # Average a finished run's last checkpoints into a shipped model
+    # (float16 weights.npz; refuses to overwrite one), then score it.
+    python benchmarks/model_zoo.py package runs/zoo/transformer \\
+        --name multi30k-transformer --last 5
+
+    # Score the shipped models again (minutes; no training).
+    python benchmarks/model_zoo.py --evaluate-only
+
+Scores are cased, detokenised sacreBLEU and chrF (beam 4, GNMT length
+penalty α 0.6 unless given) on Multi30k val, test_2016_flickr and
+test_2017_flickr (no Czech) for every direction the model was trained on,
+and on the WMT22 general test (out of domain) where it has the direction.
+WMT22 segments longer than the model's source limit are left out and
+counted. Each model's scores go to its `scores.json` (with `package`) and to
+`benchmarks/results/model_zoo.json` (keys read by the release checks; see
+issue 14), with the commands that produced them.
+"""
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import platform
+import shlex
+import sys
+import time
+
+import gnmt_tf  # noqa: F401
+
+HERE = pathlib.Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "model_zoo.json"
+SHARED = HERE.parent.parent / "shared" / "data"
+SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
+# WMT22 general test files per direction: (source, reference) or a TSV.
+WMT22 = {"en-de": ("generaltest2022.en-de.src.en",
+                   "generaltest2022.en-de.ref.A.de"),
+         "de-en": ("generaltest2022.de-en.src.de",
+                   "generaltest2022.de-en.ref.A.en"),
+         "de-fr": "generaltest2022.de-fr.tsv",
+         "fr-de": "generaltest2022.fr-de.tsv"}
+
+
+def model_directions(model):
+    """`[(src, tgt)]` a model was trained on (or fixed to)."""
+    if model.trained_tasks:
+        pairs = [(t.get("src_lang"), t.get("tgt_lang"))
+                 for t in model.trained_tasks]
+        if all(src and tgt for src, tgt in pairs):
+            return list(dict.fromkeys(pairs))
+    fixed = model.fixed_task or {}
+    return [(fixed["src_lang"], fixed["tgt_lang"])]
+
+
+def task_arguments(model, src, tgt):
+    """Keyword task arguments for a direction (none for a fixed model)."""
+    names = {t.name for t in model.task_inputs()}
+    task = {k: v for k, v in (("src_lang", src), ("tgt_lang", tgt))
+            if k in names}
+    if "tags" in names:
+        task["tags"] = model.default_task.get("tags", ())
+    return task
+
+
+def read_wmt22(wmt_dir, direction):
+    """`(sources, references)` of WMT22 for a direction, or None."""
+    files = WMT22.get(direction)
+    if files is None or not pathlib.Path(wmt_dir).is_dir():
+        return None
+    if isinstance(files, tuple):
+        src, ref = (pathlib.Path(wmt_dir, f).read_text(encoding="utf-8")
+                    .splitlines() for f in files)
+        return src, ref
+    rows = [line.split("\t") for line in pathlib.Path(wmt_dir, files)
+            .read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if len(r) == 5 and r[3].strip()]
+    return [r[3] for r in rows], [r[4] for r in rows]
+
+
+def score(translator, sources, references, options, task, batch_size):
+    from gnmt_tf.evaluation import score_corpus
+
+    hypotheses = translator.translate(sources, options, batch_size, **task)
+    scores = score_corpus(hypotheses, references)
+    return {"bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2),
+            "signature": scores.bleu_signature, "sentences": len(sources)}
+
+
+def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
+             limit=None, log=sys.stderr):
+    """Scores one model on every split and direction it has."""
+    from gnmt_tf.data import corpus
+    from gnmt_tf.translator import Translator
+
+    translator = Translator.from_model_dir(model_dir)
+    model = translator.model
+    result = {"sacrebleu": {}, "chrf": {}, "signatures": {}, "wmt22": {}}
+    for src, tgt in model_directions(model):
+        direction, task = f"{src}-{tgt}", task_arguments(model, src, tgt)
+        for split in SPLITS:
+            try:
+                sources = corpus.read_lines(
+                    corpus.split_path(data_dir, split, src))[:limit]
+                references = corpus.read_lines(
+                    corpus.split_path(data_dir, split, tgt))[:limit]
+            except FileNotFoundError:
+                continue  # test_2017_flickr has no Czech
+            start = time.time()
+            row = score(translator, sources, references, options, task,
+                        batch_size)
+            result["sacrebleu"].setdefault(direction, {})[split] = row["bleu"]
+            result["chrf"].setdefault(direction, {})[split] = row["chrf"]
+            result["signatures"]["bleu"] = row["signature"]
+            print(f"{model_dir} {direction} {split}: BLEU {row['bleu']} "
+                  f"chrF {row['chrf']} ({time.time() - start:.0f} s)",
+                  file=log, flush=True)
+        wmt = read_wmt22(wmt_dir, direction)
+        if wmt is not None:
+            lengths = translator.subwords.encode(wmt[0])
+            keep = [i for i, ids in enumerate(lengths)
+                    if 0 < len(ids) <= translator.max_source_length][:limit]
+            row = score(translator, [wmt[0][i] for i in keep],
+                        [wmt[1][i] for i in keep], options, task, batch_size)
+            row["segments_total"] = len(wmt[0])
+            result["wmt22"][direction] = row
+            print(f"{model_dir} {direction} wmt22: BLEU {row['bleu']} "
+                  f"({len(keep)} of {len(wmt[0])} segments)", file=log,
+                  flush=True)
+    return result
+
+
+def size_mb(directory):
+    return round(sum(f.stat().st_size for f in pathlib.Path(directory)
+                     .iterdir() if f.is_file()) / 2**20, 1)
+
+
+def update_results(name, scores, command, path=RESULTS):
+    """Merges one model's scores into `model_zoo.json`, atomically."""
+    from gnmt_tf.io_utils import write_text_atomic
+
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results.setdefault("models", {})[name] = scores
+    results.setdefault("commands", {})[name] = command
+    results["machine"] = {"cpu": platform.processor() or platform.machine(),
+                          "python": platform.python_version()}
+    write_text_atomic(path, json.dumps(results, indent=2) + "\n")
+
+
+def package(args, options):
+    """Averages a run into `gnmt_tf/pretrained/<name>` and scores it."""
+    from gnmt_tf import pretrained
+    from gnmt_tf.io_utils import write_text_atomic
+    from gnmt_tf.training.averaging import average_checkpoints
+    from gnmt_tf.training.callbacks import read_progress
+
+    target = pretrained.PRETRAINED_DIR / args.name
+    average_checkpoints(args.run_dir, target, args.last, weights_only=True)
+    progress = read_progress(pathlib.Path(args.run_dir) / "progress.json")
+    scores = evaluate(target, args.data_dir, args.wmt22_dir, options,
+                      args.batch_size)
+    scores["train_hours"] = round(progress.get("train_seconds", 0) / 3600, 2)
+    scores["train_steps"] = progress.get("step")
+    scores["size_mb"] = size_mb(target)
+    scores["search"] = dataclasses.asdict(options)
+    write_text_atomic(target / pretrained.SCORES_FILE,
+                      json.dumps(scores, indent=2) + "\n")
+    return {args.name: scores}
+
+
+def markdown_table(scores):
+    """The per-direction BLEU / chrF table of a model card."""
+    lines = ["| direction | " + " | ".join(SPLITS) + " | WMT22 |",
+             "|---" * (len(SPLITS) + 2) + "|"]
+    for direction, splits in scores["sacrebleu"].items():
+        cells = [f"{splits[s]:.2f} / {scores['chrf'][direction][s]:.1f}"
+                 if s in splits else "–" for s in SPLITS]
+        wmt = scores["wmt22"].get(direction)
+        cells.append(f"{wmt['bleu']:.2f} / {wmt['chrf']:.1f}" if wmt else "–")
+        lines.append(f"| {direction} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("stage", nargs="?", choices=["package"])
+    parser.add_argument("run_dir", nargs="?", help="package: the run")
+    parser.add_argument("--name", help="package: the shipped model's name")
+    parser.add_argument("--last", type=int, default=5,
+                        help="package: checkpoints to average")
+    parser.add_argument("--evaluate-only", action="store_true",
+                        help="score the shipped models as they are")
+    parser.add_argument("--models", help="comma-separated names (default: "
+                        "every shipped model)")
+    parser.add_argument("--data-dir", default=str(SHARED / "multi30k"))
+    parser.add_argument("--wmt22-dir", default=str(SHARED / "wmt22"))
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--limit", type=int,
+                        help="first N sentences per split (quick checks; "
+                             "not written to the results file)")
+    args = parser.parse_args(argv)
+    from gnmt_tf import pretrained
+    from gnmt_tf.translator import SearchOptions
+
+    options = SearchOptions(beam_size=args.beam_size,
+                            length_penalty=args.length_penalty)
+    command = "python benchmarks/model_zoo.py " + shlex.join(
+        sys.argv[1:] if argv is None else argv)
+    if args.stage == "package":
+        if not (args.run_dir and args.name):
+            parser.error("package needs RUN_DIR and --name")
+        all_scores = package(args, options)
+    elif args.evaluate_only:
+        names = args.models.split(",") if args.models else pretrained.names()
+        all_scores = {}
+        for name in names:
+            scores = evaluate(name, args.data_dir, args.wmt22_dir, options,
+                              args.batch_size, args.limit)
+            shipped = pretrained.describe(name)["scores"]
+            for key in ("train_hours", "train_steps", "search"):
+                if key in shipped:
+                    scores[key] = shipped[key]
+            scores["size_mb"] = pretrained.describe(name)["size_mb"]
+            all_scores[name] = scores
+    else:
+        parser.error("give --evaluate-only or the package stage")
+    for name, scores in all_scores.items():
+        print(f"\n{name} (BLEU / chrF)\n{markdown_table(scores)}")
+        if args.limit is None:
+            update_results(name, scores, command)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
