@@ -1,0 +1,64 @@
+"""Shipped models: names resolve wherever a model directory is accepted,
+and every model shipped in `gnmt_tf/pretrained/` loads and translates."""
+
+import json
+
+import pytest
+
+from gnmt_tf import pretrained
+from gnmt_tf.model_dir import load_model
+from gnmt_tf.training.averaging import average_checkpoints
+from gnmt_tf.translator import SearchOptions, Translator
+
+
+@pytest.fixture(scope="module")
+def shipped_dir(tiny_model_dir, tmp_path_factory):
+    """A pretrained folder holding the tiny GNMT as `tiny-en-de`."""
+    root = tmp_path_factory.mktemp("pretrained")
+    average_checkpoints(tiny_model_dir, root / "tiny-en-de", last=2,
+                        weights_only=True)
+    (root / "tiny-en-de" / pretrained.SCORES_FILE).write_text(json.dumps(
+        {"sacrebleu": {"en-de": {"test_2016_flickr": 12.345}}}))
+    (root / "not-a-model").mkdir()
+    return root
+
+
+def test_names_resolve_and_translate(shipped_dir, monkeypatch, toy_corpus):
+    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", shipped_dir)
+    assert pretrained.names() == ["tiny-en-de"]
+    assert pretrained.locate("tiny-en-de") == shipped_dir / "tiny-en-de"
+    info = pretrained.describe("tiny-en-de")
+    assert info["model_type"] == "gnmt" and info["size_mb"] > 0
+    assert info["scores"]["sacrebleu"]["en-de"]["test_2016_flickr"] == 12.345
+    by_name = Translator.from_model_dir("tiny-en-de")
+    by_path = Translator.from_model_dir(shipped_dir / "tiny-en-de")
+    sources = [en for en, _ in toy_corpus[:4]]
+    options = SearchOptions(beam_size=2)
+    assert by_name.translate(sources, options) == by_path.translate(sources,
+                                                                    options)
+
+
+def test_a_local_directory_wins_over_a_name(shipped_dir, monkeypatch,
+                                            tmp_path):
+    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", shipped_dir)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny-en-de").mkdir()
+    assert pretrained.locate("tiny-en-de") == pretrained.pathlib.Path(
+        "tiny-en-de")
+    with pytest.raises(FileNotFoundError, match="not a model directory"):
+        load_model("tiny-en-de")  # the empty local folder, not the shipped
+
+
+@pytest.mark.parametrize("name", pretrained.names())
+def test_every_shipped_model_translates(name):
+    translator = Translator.from_model_dir(name)
+    model = translator.model
+    task = {}
+    names = {t.name for t in model.task_inputs()}
+    if "src_lang" in names:
+        task = {"src_lang": "en", "tgt_lang": "de",
+                "tags": model.default_task.get("tags", ())}
+    out = translator.translate(["A man is riding a bicycle.", ""],
+                               SearchOptions(beam_size=2), **task)
+    assert out[0].strip() and out[1] == ""
+    assert pretrained.describe(name)["scores"]["sacrebleu"]
