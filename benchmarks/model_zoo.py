@@ -23,6 +23,7 @@ issue 14), with the commands that produced them.
 import argparse
 import dataclasses
 import json
+import os
 import pathlib
 import platform
 import shlex
@@ -132,6 +133,18 @@ def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
     return result
 
 
+def cpu_name():
+    """The CPU model from /proc/cpuinfo (platform.processor() is empty on
+    Linux)."""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def size_mb(directory):
     return round(sum(f.stat().st_size for f in pathlib.Path(directory)
                      .iterdir() if f.is_file()) / 2**20, 1)
@@ -144,12 +157,12 @@ def update_results(name, scores, command, path=RESULTS):
     results = json.loads(path.read_text()) if path.exists() else {}
     results.setdefault("models", {})[name] = scores
     results.setdefault("commands", {})[name] = command
-    results["machine"] = {"cpu": platform.processor() or platform.machine(),
+    results["machine"] = {"cpu": cpu_name(), "cores": os.cpu_count(),
                           "python": platform.python_version()}
     write_text_atomic(path, json.dumps(results, indent=2) + "\n")
 
 
-def package(args, options):
+def package(args, options, command):
     """Averages a run into `gnmt_tf/pretrained/<name>` and scores it."""
     from gnmt_tf import pretrained
     from gnmt_tf.io_utils import write_text_atomic
@@ -167,7 +180,61 @@ def package(args, options):
     scores["search"] = dataclasses.asdict(options)
     write_text_atomic(target / pretrained.SCORES_FILE,
                       json.dumps(scores, indent=2) + "\n")
+    write_card(target, args.name, args.description or "", scores, args,
+               command)
     return {args.name: scores}
+
+
+CARD = """# {name}
+
+{description}
+
+## Data and terms of use
+Multi30k Task 1 (Elliott et al. 2016): 29,000 Flickr30k image captions,
+four-way parallel in English, German, French and Czech; the data set's own
+terms apply (research use; the images' Flickr terms). No other data.
+
+## Training
+- Command: `{train_command}`
+- Packaged with: `{package_command}` (the mean of the last {last}
+  checkpoints, stored in float16).
+- Hardware: {hardware}; {train_hours} h of training, {train_steps} steps.
+
+## Scores (sacreBLEU / chrF, cased, detokenised)
+Search: beam {beam_size}, length penalty α {length_penalty}.
+BLEU signature: `{signature}`.
+
+{table}
+
+WMT22 is the general test set (news, e-commerce, social, conversation):
+far from image captions, so scores there are low; segments longer than the
+model's source limit are left out (see `scores.json`).
+
+## Not good at
+Anything that is not a short, literal image caption: long sentences,
+dialogue, named entities and numbers outside the caption domain (see the
+WMT22 column), and languages other than the four above.
+
+## Citation
+Desmond Elliott, Stella Frank, Khalil Sima'an, Lucia Specia. 2016.
+Multi30K: Multilingual English-German Image Descriptions. In Proceedings of
+the 5th Workshop on Vision and Language, pages 70-74.
+"""
+
+
+def write_card(target, name, description, scores, args, command):
+    """Writes the model's `MODEL_CARD.md` from its scores."""
+    from gnmt_tf.io_utils import write_text_atomic
+
+    write_text_atomic(target / "MODEL_CARD.md", CARD.format(
+        name=name, description=description, table=markdown_table(scores),
+        train_command=args.train_command or "(not given)",
+        package_command=command, last=args.last,
+        hardware=f"{os.cpu_count()} CPU cores ({cpu_name()})",
+        train_hours=scores["train_hours"], train_steps=scores["train_steps"],
+        beam_size=scores["search"]["beam_size"],
+        length_penalty=scores["search"]["length_penalty"],
+        signature=scores["signatures"].get("bleu", "")))
 
 
 def markdown_table(scores):
@@ -190,6 +257,10 @@ def main(argv=None):
     parser.add_argument("--name", help="package: the shipped model's name")
     parser.add_argument("--last", type=int, default=5,
                         help="package: checkpoints to average")
+    parser.add_argument("--train-command",
+                        help="package: the command that trained the run "
+                             "(for the model card)")
+    parser.add_argument("--description", help="package: the card's summary")
     parser.add_argument("--evaluate-only", action="store_true",
                         help="score the shipped models as they are")
     parser.add_argument("--models", help="comma-separated names (default: "
@@ -213,7 +284,7 @@ def main(argv=None):
     if args.stage == "package":
         if not (args.run_dir and args.name):
             parser.error("package needs RUN_DIR and --name")
-        all_scores = package(args, options)
+        all_scores = package(args, options, command)
     elif args.evaluate_only:
         names = args.models.split(",") if args.models else pretrained.names()
         all_scores = {}
