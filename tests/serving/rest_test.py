@@ -3,12 +3,17 @@ HTTP, a real gRPC channel to compare): same answers as gRPC, TF Serving's
 JSON formats, errors with the right HTTP status."""
 
 import base64
+import json
+import socket
+import threading
+import time
 
 import grpc
 import numpy as np
 import pytest
 
 from serving import tensor_codec
+from serving.batching_config import BatchingParameters
 from serving.model_manager import LoadedModel
 from serving.protos import meta_graph_pb2
 from serving.protos import predict_pb2
@@ -148,10 +153,9 @@ def test_model_status_and_metadata(plain_server, http):
     assert status == 404 and "not served" in content["error"]
 
 
-def _slow_loader(seconds_per_call):
+def _slow_loader(seconds_per_call, gate=None):
     """A fake model (no TensorFlow): reverses strings, `seconds_per_call` a
-    call."""
-    import time
+    call; a batch with "block" waits for `gate` first."""
 
     signature = meta_graph_pb2.SignatureDef()
     for infos, key in ((signature.inputs, "text"),
@@ -160,6 +164,8 @@ def _slow_loader(seconds_per_call):
         infos[key].tensor_shape.dim.add(size=-1)
 
     def run(inputs):
+        if gate is not None and b"block" in list(inputs["text"]):
+            gate.wait(20)
         time.sleep(seconds_per_call)
         return {"translations": np.array([s[::-1] for s in inputs["text"]],
                                          dtype=object)}
@@ -186,4 +192,43 @@ def test_rest_deadline_stops_the_request(start_server, tmp_path, http):
     assert "deadline" in content["error"]
     # it stopped after the chunk that ran past the deadline: 2 of 5 rows
     assert rows_run() - before <= 2
+    server.stop(grace=2)
+
+
+def _wait_until(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_client_gone_drops_its_queued_work(start_server, tmp_path, http):
+    (tmp_path / "slow" / "1").mkdir(parents=True)
+    (tmp_path / "slow" / "1" / "saved_model.pb").write_bytes(b"")
+    gate = threading.Event()
+    server = start_server(
+        {"slow": str(tmp_path / "slow")},
+        BatchingParameters(max_batch_size=4, batch_timeout_micros=1000,
+                           num_batch_threads=1),
+        load_fn=_slow_loader(0.0, gate), rest=True)
+    (_, _, _, batcher), = server.manager.batchers()
+    url = f"{server.rest_url}/v1/models/slow:predict"
+    answers = []
+    blocker = threading.Thread(target=lambda: answers.append(
+        http(url, {"instances": ["block"]})))
+    blocker.start()
+    _wait_until(lambda: batcher.stats["tasks"] >= 1)  # the batch thread waits
+    body = json.dumps({"instances": ["gone"]}).encode()
+    with socket.create_connection(("127.0.0.1", server.rest_port)) as s:
+        s.sendall(b"POST /v1/models/slow:predict HTTP/1.1\r\n"
+                  b"Host: localhost\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        _wait_until(lambda: batcher.stats["tasks"] >= 2)  # queued
+    # the client has gone: its work is dropped before it runs
+    _wait_until(lambda: batcher.queue_state()["cancelled"] == 1)
+    gate.set()
+    blocker.join(20)
+    assert answers == [(200, {"predictions": ["kcolb"]})]
+    assert batcher.stats["cancelled"] == 1
+    assert http(url, {"instances": ["ok"]}) == (200, {"predictions": ["ko"]})
     server.stop(grace=2)
