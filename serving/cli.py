@@ -250,9 +250,10 @@ def run(args) -> int:
         command = emit_config(args.emit_config, args.model_name,
                               args.model_base_path, args.model_version_policy,
                               batching)
-        print(f"wrote {args.emit_config}/models.config, "
-              f"{args.emit_config}/batching_parameters.txt and "
-              f"{args.emit_config}/monitoring.config; run:\n  {command}")
+        written = [os.path.join(args.emit_config, name) for name in
+                   ("models.config", "batching_parameters.txt",
+                    "monitoring.config")]
+        print(f"wrote {', '.join(written)}; run:\n  {command}")
         return 0
     try:
         models = _models(args)
