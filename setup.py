@@ -29,6 +29,12 @@ INSTALL_REQUIRES = [
     "scipy>=1.11,<2",  # alignment.placeholder_translation (Hungarian matching)
     "numpy>=1.26,<3",
     "grpcio>=1.60,<2",
+    # The local server (`gnmt-tf serve`): TF Serving's REST API, Prometheus
+    # metrics and the standard gRPC health service (grpc.health.v1).
+    "fastapi>=0.115,<1",
+    "uvicorn>=0.30,<1",
+    "prometheus-client>=0.20,<1",
+    "grpcio-health-checking>=1.60,<2",
     "protobuf>=6.31.1,<8",  # the range TensorFlow 2.21 accepts
     "filelock>=3.12,<5",  # one training run per model dir (model_dir_guard)
 ]

@@ -1,14 +1,17 @@
-"""`gnmt-tf serve`: run the local gRPC model server, or write the config files
-for `tensorflow_model_server`.
+"""`gnmt-tf serve`: run the local model server (gRPC, REST, metrics), or
+write the config files for `tensorflow_model_server`.
 
     gnmt-tf serve --model_base_path /models/gnmt --model_name gnmt --port 8500 \\
+        [--rest_api_port 8501] [--monitoring_config_file monitoring.config] \\
         [--batching_parameters_file batching_parameters.txt] [--host 127.0.0.1]
+    gnmt-tf serve --model_config_file models.config --port 8500 ...
     gnmt-tf serve --emit-config DIR --model_name gnmt --model_base_path /models/gnmt
 
-Flag names follow `tensorflow_model_server`'s. Numeric flags are checked when
-parsed (usage error, exit 2), and the port before any model loads: a port in
-use fails at once with one line, exit 2. Nothing heavy is imported until
-`run`.
+Flag names and config files follow `tensorflow_model_server`'s
+(`serving.server_config`): `--rest_api_port 0`, the default, means no REST
+API. Numeric flags are checked when parsed (usage error, exit 2), the config
+files and ports before any model loads: a bad file or a port in use fails at
+once with one line, exit 2. Nothing heavy is imported until `run`.
 """
 
 import argparse
@@ -55,13 +58,30 @@ def _seconds(text):
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "serve", help="serve SavedModels over TF Serving's gRPC API, or emit "
-                      "tensorflow_model_server config files")
-    parser.add_argument("--model_base_path", required=True,
+        "serve", help="serve SavedModels over TF Serving's gRPC and REST "
+                      "APIs, or emit tensorflow_model_server config files")
+    parser.add_argument("--model_base_path",
                         help="folder holding integer version folders")
-    parser.add_argument("--model_name", required=True)
+    parser.add_argument("--model_name")
+    parser.add_argument("--model_config_file",
+                        help="TF Serving models.config (a model_config_list "
+                             "text proto) instead of --model_name and "
+                             "--model_base_path: several models, each with "
+                             "its version policy")
     parser.add_argument("--port", type=_int_in(0, 65535), default=8500,
-                        help="0 picks a free port")
+                        help="gRPC port; 0 picks a free port")
+    parser.add_argument("--rest_api_port", type=_int_in(0, 65535), default=0,
+                        help="port of TF Serving's REST API (usually 8501); "
+                             "0 (the default) serves none")
+    parser.add_argument("--rest_api_num_threads", type=_int_in(1, 4096),
+                        default=16, help="REST handler threads")
+    parser.add_argument("--rest_api_timeout_in_ms", type=_int_in(0),
+                        default=30000,
+                        help="deadline of each REST request; 0 = none")
+    parser.add_argument("--monitoring_config_file",
+                        help="TF Serving monitoring config (prometheus_config "
+                             "{ enable: true path: ... }): serve Prometheus "
+                             "metrics at that path of the REST port")
     parser.add_argument("--host", default="127.0.0.1",
                         help="interface to bind (default: loopback only)")
     parser.add_argument("--enable_batching", action="store_true",
@@ -71,7 +91,9 @@ def register(subparsers):
     parser.add_argument("--batching_parameters_file",
                         help="TF Serving BatchingParameters text proto")
     parser.add_argument("--model_version_policy", default="latest",
-                        help="latest, latest:N, all or specific:V1,V2")
+                        help="latest, latest:N, all or specific:V1,V2 (of "
+                             "--model_name; a --model_config_file has its "
+                             "own)")
     parser.add_argument("--file_system_poll_wait_seconds", type=_seconds,
                         default=1.0, help="version folder scan period; 0 = once")
     parser.add_argument("--max_message_bytes", type=_int_in(1),
@@ -99,8 +121,9 @@ def register(subparsers):
                         help="drain time for in-flight requests on shutdown")
     parser.add_argument("--emit-config", "--emit_config", dest="emit_config",
                         metavar="DIR",
-                        help="write models.config and batching_parameters.txt "
-                             "for tensorflow_model_server to DIR and exit")
+                        help="write models.config, batching_parameters.txt "
+                             "and monitoring.config for "
+                             "tensorflow_model_server to DIR and exit")
     parser.set_defaults(func=run)
 
 
@@ -144,39 +167,34 @@ def _batching(args):
 
 def emit_config(out_dir, model_name, model_base_path, policy_text="latest",
                 batching=None):
-    """Write `models.config` (a `ModelServerConfig` text proto) and
-    `batching_parameters.txt` to `out_dir`; returns the
-    `tensorflow_model_server` command line that uses them."""
-    from google.protobuf import text_format
-
+    """Write `models.config` (a `ModelServerConfig` text proto),
+    `batching_parameters.txt` and `monitoring.config` (Prometheus metrics at
+    TF Serving's default path) to `out_dir`; returns the
+    `tensorflow_model_server` command line that uses them (gRPC on 8500,
+    REST and metrics on 8501). `gnmt-tf serve` reads the same files."""
+    from serving import server_config
     from serving.batching_config import BatchingParameters
     from serving.model_manager import VersionPolicy
-    from serving.protos import model_server_config_pb2
 
-    policy = VersionPolicy.parse(policy_text)
-    config = model_server_config_pb2.ModelServerConfig()
-    model = config.model_config_list.config.add()
-    model.name = model_name
-    model.base_path = os.path.abspath(model_base_path)
-    model.model_platform = "tensorflow"
-    if policy.kind == "latest":
-        model.model_version_policy.latest.num_versions = policy.num_versions
-    elif policy.kind == "all":
-        model.model_version_policy.all.SetInParent()
-    else:
-        model.model_version_policy.specific.versions.extend(policy.versions)
+    model = server_config.ModelConfig(model_name,
+                                      os.path.abspath(model_base_path),
+                                      VersionPolicy.parse(policy_text))
     batching = batching or BatchingParameters()
     os.makedirs(out_dir, exist_ok=True)
-    models_path = os.path.join(out_dir, "models.config")
-    batching_path = os.path.join(out_dir, "batching_parameters.txt")
-    with open(models_path, "w", encoding="utf-8") as f:
-        f.write(text_format.MessageToString(config))
-    with open(batching_path, "w", encoding="utf-8") as f:
-        f.write(batching.to_text())
-    return (f"tensorflow_model_server --port=8500 "
-            f"--model_config_file={os.path.abspath(models_path)} "
+    paths = {name: os.path.abspath(os.path.join(out_dir, name)) for name in
+             ("models.config", "batching_parameters.txt",
+              "monitoring.config")}
+    texts = {"models.config": server_config.model_config_text([model]),
+             "batching_parameters.txt": batching.to_text(),
+             "monitoring.config": server_config.monitoring_config_text()}
+    for name, text in texts.items():
+        with open(paths[name], "w", encoding="utf-8") as f:
+            f.write(text)
+    return (f"tensorflow_model_server --port=8500 --rest_api_port=8501 "
+            f"--model_config_file={paths['models.config']} "
             f"--enable_batching "
-            f"--batching_parameters_file={os.path.abspath(batching_path)} "
+            f"--batching_parameters_file={paths['batching_parameters.txt']} "
+            f"--monitoring_config_file={paths['monitoring.config']} "
             f"--file_system_poll_wait_seconds=1")
 
 
@@ -185,21 +203,65 @@ def _error(error) -> int:
     return 2
 
 
+def _models(args):
+    """`[ModelConfig]` from --model_config_file or --model_name and
+    --model_base_path. Raises `ValueError` (a usage error)."""
+    from serving import server_config
+    from serving.model_manager import VersionPolicy
+
+    if args.model_config_file:
+        if args.model_name or args.model_base_path:
+            raise ValueError("give --model_config_file or --model_name and "
+                             "--model_base_path, not both")
+        models = server_config.read_model_config(args.model_config_file)
+    else:
+        if not (args.model_name and args.model_base_path):
+            raise ValueError("--model_name and --model_base_path (or "
+                             "--model_config_file) are required")
+        models = [server_config.ModelConfig(
+            args.model_name, args.model_base_path,
+            VersionPolicy.parse(args.model_version_policy))]
+    for model in models:
+        if not os.path.isdir(model.base_path):
+            raise ValueError(f"the base path of {model.name}, "
+                             f"{model.base_path}, is not a directory")
+    return models
+
+
+def _monitoring_path(args):
+    """The metrics path of --monitoring_config_file (None: no metrics)."""
+    from serving import server_config
+
+    if not args.monitoring_config_file:
+        return None
+    path = server_config.read_monitoring_config(args.monitoring_config_file)
+    if path and not args.rest_api_port:
+        raise ValueError("the metrics are served on the REST port: "
+                         "--monitoring_config_file needs --rest_api_port")
+    return path
+
+
 def run(args) -> int:
     batching = _batching(args)
     if args.emit_config:
+        if not (args.model_name and args.model_base_path):
+            return _error("--emit-config needs --model_name and "
+                          "--model_base_path")
         command = emit_config(args.emit_config, args.model_name,
                               args.model_base_path, args.model_version_policy,
                               batching)
-        print(f"wrote {args.emit_config}/models.config and "
-              f"{args.emit_config}/batching_parameters.txt; run:\n  {command}")
+        written = [os.path.join(args.emit_config, name) for name in
+                   ("models.config", "batching_parameters.txt",
+                    "monitoring.config")]
+        print(f"wrote {', '.join(written)}; run:\n  {command}")
         return 0
-    if not os.path.isdir(args.model_base_path):
-        raise FileNotFoundError(f"--model_base_path {args.model_base_path} "
-                                "is not a directory")
     try:
+        models = _models(args)
+        monitoring_path = _monitoring_path(args)
         check_port_free(args.host, args.port)
-    except OSError as e:
+        if args.rest_api_port:
+            check_port_free(args.host, args.rest_api_port)
+    except (OSError, ValueError) as e:
         return _error(e)
     import logging
     import signal
@@ -207,14 +269,13 @@ def run(args) -> int:
     from serving import request_runner
     from serving import validation
     from serving.model_manager import ModelManager
-    from serving.model_manager import VersionPolicy
     from serving.server import ModelServer
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(message)s")
     manager = ModelManager(
-        {args.model_name: args.model_base_path},
-        policy=VersionPolicy.parse(args.model_version_policy),
+        {m.name: m.base_path for m in models},
+        policies={m.name: m.policy for m in models},
         poll_interval_s=args.file_system_poll_wait_seconds, batching=batching)
     server = ModelServer(
         manager, host=args.host, port=args.port,
@@ -227,18 +288,29 @@ def run(args) -> int:
             max_padded_bytes=(args.max_request_padded_bytes
                               or validation.DEFAULT_MAX_PADDED_BYTES)),
         max_rows_per_run=(args.max_rows_per_run
-                          or request_runner.DEFAULT_MAX_ROWS_PER_RUN))
+                          or request_runner.DEFAULT_MAX_ROWS_PER_RUN),
+        rest_port=args.rest_api_port or None,
+        rest_threads=args.rest_api_num_threads,
+        rest_timeout_s=args.rest_api_timeout_in_ms / 1000 or None,
+        monitoring_path=monitoring_path)
     try:
         server.start()  # binds before loading: a port taken since fails fast
     except OSError as e:
         return _error(e)
-    versions = manager.served_versions(args.model_name)
-    if not versions:
-        print(f"gnmt-tf serve: warning: no version of {args.model_name} loaded "
-              f"yet from {args.model_base_path}", file=sys.stderr, flush=True)
-    print(f"gnmt-tf serve: {args.model_name} versions {versions} on "
-          f"{server.target}" + (" (batching)" if batching else ""),
-          file=sys.stderr, flush=True)
+    served = []
+    for model in models:
+        versions = manager.served_versions(model.name)
+        if not versions:
+            print(f"gnmt-tf serve: warning: no version of {model.name} "
+                  f"loaded yet from {model.base_path}", file=sys.stderr,
+                  flush=True)
+        served.append(f"{model.name} versions {versions}")
+    where = f"{server.target}" + (f", REST on {server.rest_url}"
+                                  if server.rest_url else "")
+    if monitoring_path:
+        where += f" (metrics at {monitoring_path})"
+    print(f"gnmt-tf serve: {'; '.join(served)} on {where}"
+          + (" (batching)" if batching else ""), file=sys.stderr, flush=True)
 
     def shutdown(signum, frame):
         import threading

@@ -107,17 +107,39 @@ class ServedSignature:
             self.batcher.stop(drain=True)
 
 
-class ServedVersion:
-    """A loaded version, reference-counted by the requests that use it."""
+def _rows(inputs) -> int:
+    """Dim 0 of a model call's inputs (scalar inputs have none)."""
+    return max((len(v) for v in inputs.values() if getattr(v, "ndim", 0)),
+               default=1)
 
-    def __init__(self, name, version, path, loaded, batching):
+
+def _observed(run_fn, name, observers):
+    """`run_fn` that first tells each observer `(name, rows)`."""
+    def run(inputs):
+        rows = _rows(inputs)
+        for observe in observers:
+            observe(name, rows)
+        return run_fn(inputs)
+    return run
+
+
+class ServedVersion:
+    """A loaded version, reference-counted by the requests that use it.
+    `run_observers` are told `(name, rows)` before each model call."""
+
+    def __init__(self, name, version, path, loaded, batching,
+                 run_observers=()):
         self.name, self.version, self.path = name, version, path
         self._loaded = loaded  # keeps the TF objects alive
         self.signature_defs = loaded.signature_defs
+        runners = loaded.runners
+        if run_observers:
+            runners = {k: _observed(fn, name, tuple(run_observers))
+                       for k, fn in runners.items()}
         self.signatures = {
             key: ServedSignature(key, loaded.signature_defs[key], fn, batching,
                                  label=f"{name}-{version}-{key}")
-            for key, fn in loaded.runners.items()}
+            for key, fn in runners.items()}
         self._refs = 0
         self._idle = threading.Condition()
 
@@ -227,6 +249,8 @@ class ModelManager:
     Args:
       models: `{name: base_path}` where `base_path` holds version folders.
       policy: `VersionPolicy` (default: latest only, as TF Serving).
+      policies: `{name: VersionPolicy}` for models whose policy differs
+        from `policy` (a `--model_config_file` gives one per model).
       poll_interval_s: float. Seconds between folder scans; 0 = scan once.
       batching: `BatchingParameters` or None (no server-side batching).
       load_fn: `path -> LoadedModel` (default: `load_saved_model`).
@@ -241,6 +265,7 @@ class ModelManager:
 
     def __init__(self, models: Dict[str, str],
                  policy: VersionPolicy = VersionPolicy(),
+                 policies: Optional[Dict[str, VersionPolicy]] = None,
                  poll_interval_s: float = 1.0,
                  batching: Optional[BatchingParameters] = None,
                  load_fn: Callable[[str], LoadedModel] = load_saved_model,
@@ -250,6 +275,10 @@ class ModelManager:
                  unload_timeout_s: float = 60.0):
         self.models = {n: os.path.abspath(p) for n, p in models.items()}
         self.policy = policy
+        self.policies = dict(policies or {})
+        unknown = sorted(set(self.policies) - set(self.models))
+        if unknown:
+            raise ValueError(f"policies for models not served: {unknown}")
         self.poll_interval_s = poll_interval_s
         self.batching = batching
         self.load_fn = load_fn
@@ -263,6 +292,26 @@ class ModelManager:
         self._retries = {}                            # (name, v) -> LoadRetry
         self._stop = threading.Event()
         self._poller = None
+        self._listeners = []
+        self._run_observers = []
+
+    def add_listener(self, callback: Callable[[], None]):
+        """Call `callback()` after each folder scan and after `stop()`, when
+        the versions served may have changed (`served_versions`)."""
+        self._listeners.append(callback)
+
+    def observe_runs(self, callback: Callable[[str, int], None]):
+        """Call `callback(name, rows)` before each model call (a batch, with
+        server-side batching). Affects versions loaded later: call it before
+        `start()`."""
+        self._run_observers.append(callback)
+
+    def _notify(self):
+        for callback in self._listeners:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001  (a listener must not stop us)
+                log.exception("model listener failed")
 
     def start(self):
         """Load what is there now, then keep polling in a daemon thread."""
@@ -291,30 +340,37 @@ class ModelManager:
                 versions.clear()
         for sv in old:
             self._unload(sv)
+        self._notify()
 
     def _set_state(self, name, version, state, error=None):
         with self._lock:
             self._states[name][version] = (state, error)
 
     def refresh(self):
-        """One scan: load wanted versions, switch, unload unwanted ones."""
+        """One scan: load wanted versions, switch, unload unwanted ones
+        (listeners are called after each model's)."""
         for name, base in self.models.items():
-            wanted = self.policy.select(list_versions(base))
-            if not wanted and self._served[name]:
-                continue  # folder emptied or unreadable: keep serving
-            for version in wanted:
-                if version not in self._served[name]:
-                    self._load(name, version, os.path.join(base, str(version)))
-            self._forget_unwanted(name, wanted)
-            with self._lock:
-                served = self._served[name]
-                if not any(v in served for v in wanted):
-                    continue  # nothing new loaded yet: keep the old ones
-                stale = [served.pop(v) for v in list(served) if v not in wanted]
-                for sv in stale:
-                    self._states[name][sv.version] = (UNLOADING, None)
+            self._refresh_model(name, base)
+            self._notify()
+
+    def _refresh_model(self, name, base):
+        policy = self.policies.get(name, self.policy)
+        wanted = policy.select(list_versions(base))
+        if not wanted and self._served[name]:
+            return  # folder emptied or unreadable: keep serving
+        for version in wanted:
+            if version not in self._served[name]:
+                self._load(name, version, os.path.join(base, str(version)))
+        self._forget_unwanted(name, wanted)
+        with self._lock:
+            served = self._served[name]
+            if not any(v in served for v in wanted):
+                return  # nothing new loaded yet: keep the old ones
+            stale = [served.pop(v) for v in list(served) if v not in wanted]
             for sv in stale:
-                self._unload(sv)
+                self._states[name][sv.version] = (UNLOADING, None)
+        for sv in stale:
+            self._unload(sv)
 
     def _load(self, name, version, path):
         key = (name, version)
@@ -330,7 +386,8 @@ class ModelManager:
         self._set_state(name, version, LOADING)
         try:
             loaded = self.load_fn(path)
-            sv = ServedVersion(name, version, path, loaded, self.batching)
+            sv = ServedVersion(name, version, path, loaded, self.batching,
+                               self._run_observers)
         except Exception as e:  # noqa: BLE001  (a bad export must not kill us)
             reason = next((line for line in str(e).splitlines() if line),
                           type(e).__name__)

@@ -6,7 +6,9 @@ a `with_options` signature with a scalar `repeat` input, a `checked` signature
 that behaves like the GNMT export on bad input (an in-graph
 `tf.debugging.Assert` on the length, at most 50 bytes, and a failure on an
 empty batch), and TF Serving warm-up requests. Servers bind 127.0.0.1 on a
-free port and are limited to 200-byte sentences and 64 rows.
+free port and are limited to 200-byte sentences and 64 rows; the shared ones
+(`batching_server`, `plain_server`) also serve the REST API on a free port,
+with the Prometheus metrics at `METRICS_PATH`.
 """
 
 import shutil
@@ -19,6 +21,8 @@ from serving.model_manager import VersionPolicy
 from serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
 from serving.server import ModelServer
 from serving.validation import RequestLimits
+
+METRICS_PATH = "/monitoring/prometheus/metrics"
 
 
 def _save_toy_model(path, prefix="", options=False):
@@ -120,19 +124,24 @@ def make_base(tmp_path_factory, toy_versions):
 @pytest.fixture(scope="session")
 def start_server():
     """`start_server(models, batching=None, limits=..., max_rows_per_run=32,
-    **manager_kwargs)` -> a started
-    `ModelServer`; all are stopped at the end of the session."""
+    rest=False, rest_timeout_s=30.0, **manager_kwargs)` -> a started
+    `ModelServer` (with `rest`, also the REST API and the metrics at
+    `METRICS_PATH`); all are stopped at the end of the session."""
     servers = []
 
     def start(models, batching=None, poll_interval_s=0.0, load_fn=None,
               limits=RequestLimits(max_string_bytes=200, max_rows=64),
-              max_rows_per_run=DEFAULT_MAX_ROWS_PER_RUN, **kwargs):
+              max_rows_per_run=DEFAULT_MAX_ROWS_PER_RUN, rest=False,
+              rest_timeout_s=30.0, **kwargs):
         if load_fn is not None:
             kwargs["load_fn"] = load_fn
         manager = ModelManager(models, poll_interval_s=poll_interval_s,
                                batching=batching, **kwargs)
         server = ModelServer(manager, port=0, num_threads=16, limits=limits,
-                             max_rows_per_run=max_rows_per_run)
+                             max_rows_per_run=max_rows_per_run,
+                             rest_port=0 if rest else None,
+                             rest_threads=8, rest_timeout_s=rest_timeout_s,
+                             monitoring_path=METRICS_PATH if rest else None)
         server.start()
         servers.append(server)
         return server
@@ -147,7 +156,7 @@ def batching_server(start_server, make_base):
     """"toy" version 1 with dynamic batching (8 rows, 50 ms, 1 thread)."""
     params = BatchingParameters(max_batch_size=8, batch_timeout_micros=50_000,
                                 max_enqueued_batches=64, num_batch_threads=1)
-    return start_server({"toy": make_base()}, params)
+    return start_server({"toy": make_base()}, params, rest=True)
 
 
 @pytest.fixture(scope="session")
@@ -164,10 +173,41 @@ def small_queue_server(start_server, make_base):
 def plain_server(start_server, make_base):
     """"toy" versions 1 and 2 (policy "all"), no batching."""
     return start_server({"toy": make_base((1, 2))},
-                        policy=VersionPolicy.parse("all"))
+                        policy=VersionPolicy.parse("all"), rest=True)
 
 
 @pytest.fixture(params=["batching", "plain"])
 def any_server(request):
     """Each test using it runs against both servers."""
     return request.getfixturevalue(f"{request.param}_server")
+
+
+@pytest.fixture(scope="session")
+def http():
+    """`http(url, body=None, method=None)` -> `(status, content)`: a real HTTP
+    request (urllib, no proxy); `body` is sent as JSON (bytes as they are),
+    a JSON answer is parsed, any other is text."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def call(url, body=None, method=None, timeout=30):
+        data = body if body is None or isinstance(body, bytes) \
+            else json.dumps(body).encode()
+        request = urllib.request.Request(
+            url, data=data, method=method or ("GET" if data is None
+                                              else "POST"),
+            headers={} if data is None else
+            {"Content-Type": "application/json"})
+        try:
+            with opener.open(request, timeout=timeout) as response:
+                status, headers = response.status, response.headers
+                text = response.read()
+        except urllib.error.HTTPError as e:
+            status, headers, text = e.code, e.headers, e.read()
+        if headers.get_content_type() == "application/json":
+            return status, json.loads(text)
+        return status, text.decode("utf-8")
+    return call

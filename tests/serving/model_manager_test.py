@@ -188,3 +188,47 @@ def test_version_no_longer_wanted_stops_retrying(start_server, make_base,
     _wait_for(lambda: server.manager.status("toy", 2)[0][1] == "END", 10,
               "version 2 is still LOADING")
     assert server.manager.served_versions("toy") == [1]
+
+
+def _fake_loader(path):
+    """A model (no TensorFlow) returning `text` as it is."""
+    from serving.model_manager import LoadedModel
+    from serving.protos import meta_graph_pb2
+
+    return LoadedModel({"serving_default": meta_graph_pb2.SignatureDef()},
+                       {"serving_default": lambda inputs: dict(inputs)})
+
+
+def _versions(root, name, versions):
+    for v in versions:
+        (root / name / str(v)).mkdir(parents=True)
+        (root / name / str(v) / "saved_model.pb").write_bytes(b"")
+    return str(root / name)
+
+
+def test_per_model_policies_listeners_and_run_observers(tmp_path):
+    import numpy as np
+
+    from serving.model_manager import ModelManager
+
+    manager = ModelManager(
+        {"a": _versions(tmp_path, "a", (1, 2, 3)),
+         "b": _versions(tmp_path, "b", (1, 2, 3))},
+        policy=VersionPolicy.parse("latest"),
+        policies={"b": VersionPolicy.parse("specific:1,2")},
+        poll_interval_s=0, load_fn=_fake_loader)
+    changes, runs = [], []
+    manager.add_listener(lambda: changes.append(
+        (manager.served_versions("a"), manager.served_versions("b"))))
+    manager.observe_runs(lambda name, rows: runs.append((name, rows)))
+    manager.start()
+    # told after each model's scan
+    assert changes == [([3], []), ([3], [1, 2])]
+    with manager.acquire("b") as sv:
+        sv.signatures["serving_default"].run_fn(
+            {"text": np.array([b"x", b"y"], object), "k": np.array(2)})
+    assert runs == [("b", 2)]
+    manager.stop()
+    assert changes[-1] == ([], [])
+    with pytest.raises(ValueError, match="not served"):
+        ModelManager({"a": "/a"}, policies={"c": VersionPolicy()})

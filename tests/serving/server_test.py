@@ -261,7 +261,9 @@ def test_cancelled_queued_requests_are_dropped(start_server, slow_base):
         blocker = stub.Predict.future(predict_request(
             tensor_codec.string_tensor(["block"]), name="slow"), timeout=20)
         deadline = time.monotonic() + 10
-        while batcher.stats["tasks"] < 1:  # the only batch thread is now busy
+        # The blocker's batch has left the queue: the only batch thread is
+        # busy with it (until then, later requests could join that batch).
+        while batcher.stats["tasks"] < 1 or batcher.queue_state()["batches"]:
             assert time.monotonic() < deadline
             time.sleep(0.01)
         futures = [stub.Predict.future(predict_request(name="slow"), timeout=20)
