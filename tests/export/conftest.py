@@ -303,16 +303,17 @@ def ts_translator(ts_model_dir):
 
 
 @pytest.fixture(scope="session")
-def tflite_float32(tmp_path_factory, translator, tiny_model_dir):
+def tflite_float32(tmp_path_factory, tiny_model_dir):
     """`(model_path, vocabulary_path)` of the tiny GNMT as float32 TFLite
     (no `model.json`: a GNMT export needs none)."""
     import shutil
 
     from export.tflite import convert
+    from gnmt_tf.model_dir import load_model
 
     out = tmp_path_factory.mktemp("tflite")
     model_path = out / "model_float32.tflite"
-    model_path.write_bytes(convert(translator.model, "float32"))
+    model_path.write_bytes(convert(load_model(tiny_model_dir)[0], "float32"))
     shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
     return model_path, out / "spm.model"
 

@@ -25,22 +25,31 @@ SEARCHES = [dict(beam_size=1),
 @pytest.fixture(scope="module", params=["gnmt", "task_space"])
 def family(request, settings):
     """One family's in-process `Translator`, its ONNX and TFLite host
-    translators and the `(task, sentences)` cases to translate."""
+    translators and the `(task, sentences)` cases to translate.
+
+    The `Translator`s are this module's own, not the session's `translator`
+    / `ts_translator`: made this early, those would be broken by the time
+    later modules use them, since training in a later fixture
+    (`keras.utils.set_random_seed` clears TensorFlow's kernel cache) destroys
+    the SentencePiece resource of every tokenizer alive then.
+    """
     from gnmt_tf.host_translator import HostTranslator
+    from gnmt_tf.translator import Translator
 
     if request.param == "gnmt":
-        translator = request.getfixturevalue("translator")
+        model_dir = request.getfixturevalue("tiny_model_dir")
         onnx_dir = request.getfixturevalue("onnx_dir")
         tflite_path = request.getfixturevalue("tflite_float32")[0]
         cases = [({}, settings.sentences)]
     else:
-        translator = request.getfixturevalue("ts_translator")
+        model_dir = request.getfixturevalue("ts_model_dir")
         onnx_dir = request.getfixturevalue("ts_onnx_paths")["encode"].parent
         tflite_path = (request.getfixturevalue("ts_tflite_dir")
                        / "model_float32.tflite")
         cases = TS_CASES
     return types.SimpleNamespace(
-        name=request.param, translator=translator, onnx_dir=onnx_dir,
+        name=request.param, translator=Translator.from_model_dir(model_dir),
+        onnx_dir=onnx_dir,
         onnx=HostTranslator.from_path(onnx_dir),
         tflite=HostTranslator.from_path(tflite_path), cases=cases)
 
