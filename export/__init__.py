@@ -6,7 +6,9 @@
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
 - `export.tflite`: TFLite models (float32, dynamic-range, float16, int8) of
   any `Seq2SeqModel`, with the `model.json` that the host-side search
-  (`gnmt_tf.tflite_translator`, no TensorFlow) reads;
+  (`gnmt_tf.host_translator`, no TensorFlow) reads;
+- `export.onnx_export`: the same two steps as ONNX graphs (tf2onnx), for
+  ONNX Runtime (the same host-side search) and TensorRT;
 - `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
   layers and quantization-aware fine-tuning of GNMT;
 - `export.transformer_quantization` / `export.transformer_qat`: the same for

@@ -14,17 +14,20 @@ on the host and the model gives two graphs, `encode.onnx` and
   ``src_lang``, ``tgt_lang`` int32 `[B]`, ``tags`` `[B, K]`) are inputs of
   ``encode``, and `model.json` next to the graphs describes them (as for
   TFLite); the Transformer's KV cache holds `max_sequence_length` positions.
+  A model with such a limit gets the longest source it takes as
+  ``max_source_length`` in `model.json` (none for GNMT).
 
 Tokenisation (SentencePiece) and the beam search are not in these graphs;
-`spm.model` is copied next to them. A QAT model directory exports its
+`spm.model` is copied next to them, and
+`gnmt_tf.host_translator.HostTranslator.from_onnx` translates with the
+directory (`gnmt-tf translate --onnx DIR`). A QAT model directory exports its
 fake-quant ops as QuantizeLinear/DequantizeLinear pairs, the explicit int8
 form TensorRT builds int8 engines from.
 
 Example:
 ```python
 paths = export_onnx("runs/en-de", "onnx/en-de")
-import onnxruntime
-encode = onnxruntime.InferenceSession(str(paths["encode"]))
+HostTranslator.from_onnx("onnx/en-de").translate(["A dog runs."])
 ```
 """
 
@@ -37,9 +40,9 @@ import tensorflow as tf
 from export.savedmodel import make_step_functions, task_encode_function
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.io_utils import atomic_path, copy_file_atomic
+from gnmt_tf.onnx_runtime import NEXT_PREFIX
 
 DEFAULT_OPSET = 17
-NEXT_PREFIX = "next_"
 
 
 def _positional(function):
@@ -102,7 +105,7 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     """
     import json
 
-    from export.tflite import METADATA_FILE, export_metadata
+    from export.tflite import METADATA_FILE, default_lengths, export_metadata
     from gnmt_tf.io_utils import write_text_atomic
 
     model, subwords, payload = model_dir_lib.load_model(model_dir)
@@ -111,6 +114,10 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     paths["vocabulary"] = out_dir / model_dir_lib.VOCAB_FILE
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
     paths["metadata"] = out_dir / METADATA_FILE
-    metadata = export_metadata(model, payload, None, model.max_target_length)
+    # Shapes are dynamic: only a model's own length limit bounds the source.
+    max_source_length = (None if model.max_target_length is None
+                         else default_lengths(model)[0])
+    metadata = export_metadata(model, payload, max_source_length,
+                               model.max_target_length)
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

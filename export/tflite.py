@@ -53,12 +53,12 @@ import tensorflow as tf
 from export import tflite_int8
 from export.savedmodel import make_step_functions, task_encode_function
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.host_translator import METADATA_FILE
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 from gnmt_tf.io_utils import write_text_atomic
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16", "int8")
 SIGNATURE_KEYS = tflite_int8.SIGNATURE_KEYS
-METADATA_FILE = "model.json"
 DEFAULT_MAX_SOURCE_LENGTH = 128  # models without a length limit (GNMT)
 DEFAULT_MAX_TARGET_LENGTH = 128  # cache length, at most the model's limit
 

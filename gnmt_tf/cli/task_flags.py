@@ -3,8 +3,8 @@ and `--allow-zero-shot`, checked against what a model says of itself.
 
 Works for anything that describes itself as a `Seq2SeqModel` does
 (`task_inputs()`, `default_task`, `fixed_task`, `trained_tasks`): a model
-(`gnmt_tf.translator.Translator.model`) or a TFLite export
-(`gnmt_tf.tflite_translator.TFLiteTranslator`, from its `model.json`).
+(`gnmt_tf.translator.Translator.model`) or a TFLite or ONNX export
+(`gnmt_tf.host_translator.HostTranslator`, from its `model.json`).
 """
 
 import sys

@@ -1,8 +1,9 @@
 """`gnmt-tf translate`: raw sentences in (stdin or file), translations out.
 
 The model is a trained model directory (``--model``), a TF Serving endpoint
-(``--server``) or an exported TFLite file (``--tflite``, searched on the host
-by `gnmt_tf.tflite_translator`); task-space models take ``--src-lang``,
+(``--server``), an exported TFLite file (``--tflite``) or an ONNX export
+directory (``--onnx``); the two exports are searched on the host by
+`gnmt_tf.host_translator`. Task-space models take ``--src-lang``,
 ``--tgt-lang`` and ``--tags`` with each.
 """
 
@@ -109,6 +110,11 @@ def register(subparsers):
         "--tflite", metavar="FILE",
         help="translate with an exported .tflite model instead (gnmt-tf "
              "export tflite; its spm.model and model.json next to it)")
+    parser.add_argument(
+        "--onnx", metavar="DIR",
+        help="translate with an ONNX export directory instead (gnmt-tf "
+             "export onnx: encode.onnx, decode_step.onnx, spm.model, "
+             "model.json; needs onnxruntime)")
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
@@ -220,15 +226,18 @@ def _translate_through_server(args):
     return status
 
 
-def _translate_with_tflite(args):
-    """Translates with `gnmt_tf.tflite_translator.TFLiteTranslator`."""
+def _translate_on_host(args, flag):
+    """Translates with a `gnmt_tf.host_translator.HostTranslator` over the
+    export that `--tflite` or `--onnx` (`flag`) names."""
     options = search_options(args)
     if options.early_stopping != "gnmt":
-        raise ValueError("--tflite searches with --early-stopping gnmt only")
-    from gnmt_tf.tflite_translator import TFLiteTranslator
+        raise ValueError(f"--{flag} searches with --early-stopping gnmt only")
+    from gnmt_tf.host_translator import HostTranslator
 
-    translator = TFLiteTranslator(args.tflite)
-    task = task_flags.task_arguments(args, translator, args.tflite)
+    path = getattr(args, flag)
+    translator = (HostTranslator.from_onnx(path) if flag == "onnx"
+                  else HostTranslator.from_tflite(path))
+    task = task_flags.task_arguments(args, translator, path)
     translator.task_arrays(**task)  # a bad task fails before reading input
     sentences = read_input(args.input)
     note_empty_lines(sentences)
@@ -247,13 +256,16 @@ def run(args):
     check_files(args)
     if args.server:
         return _translate_through_server(args)
-    if args.tflite:
-        if args.model:
-            raise ValueError("give --model or --tflite, not both")
-        return _translate_with_tflite(args)
+    given = [flag for flag in ("model", "tflite", "onnx")
+             if getattr(args, flag)]
+    if len(given) > 1:
+        raise ValueError(f"give one of --model, --tflite and --onnx, not "
+                         f"{' and '.join('--' + flag for flag in given)}")
+    if given and given[0] in ("tflite", "onnx"):
+        return _translate_on_host(args, given[0])
     if not args.model:
-        raise ValueError("give --model DIR (or --server HOST:PORT, or "
-                         "--tflite FILE)")
+        raise ValueError("give --model DIR (or --server HOST:PORT, "
+                         "--tflite FILE or --onnx DIR)")
     options = search_options(args)
 
     from gnmt_tf.translator import Translator

@@ -1,5 +1,5 @@
-"""Fixtures for the export tests: a tiny trained GNMT and its SavedModel,
-and a tiny trained task-space Transformer.
+"""Fixtures for the export tests: a tiny trained GNMT and a tiny trained
+task-space Transformer, with their SavedModel, TFLite and ONNX exports.
 
 Training, exporting and loading the export in a fresh process take several
 seconds each, so all are session-scoped and shared by every test in
@@ -34,6 +34,9 @@ SENTENCES = ["the man sees a dog", "a small cat eats bread",
 # The export's search options (CLI flags) and its extra compiled beam sizes.
 BEAM_SIZE, ALPHA, BETA = 3, 0.6, 0.2
 EXTRA_BEAM_SIZES = (1,)
+# The task-space TFLite export's KV cache: longer than the model's
+# max_sequence_length (16), which still bounds the output.
+TS_CACHE_LENGTH = 32
 
 
 @pytest.fixture(scope="session")
@@ -294,3 +297,54 @@ def ts_translator(ts_model_dir):
     from gnmt_tf.translator import Translator
 
     return Translator.from_model_dir(ts_model_dir)
+
+
+# --- host-side exports (TFLite, ONNX) of both families ---
+
+
+@pytest.fixture(scope="session")
+def tflite_float32(tmp_path_factory, tiny_model_dir):
+    """`(model_path, vocabulary_path)` of the tiny GNMT as float32 TFLite
+    (no `model.json`: a GNMT export needs none)."""
+    import shutil
+
+    from export.tflite import convert
+    from gnmt_tf.model_dir import load_model
+
+    out = tmp_path_factory.mktemp("tflite")
+    model_path = out / "model_float32.tflite"
+    model_path.write_bytes(convert(load_model(tiny_model_dir)[0], "float32"))
+    shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
+    return model_path, out / "spm.model"
+
+
+@pytest.fixture(scope="session")
+def onnx_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny GNMT through `gnmt-tf export onnx`."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("onnx")
+    assert main(["export", "onnx", "--model", str(tiny_model_dir),
+                 "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def ts_tflite_dir(ts_model_dir, tmp_path_factory):
+    """The task-space model's float32 TFLite export, through `gnmt-tf
+    export tflite` (KV cache of `TS_CACHE_LENGTH`)."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("ts_tflite")
+    assert main(["export", "tflite", "--model", str(ts_model_dir),
+                 "--out", str(out), "--max-target-length",
+                 str(TS_CACHE_LENGTH)]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def ts_onnx_paths(ts_model_dir, tmp_path_factory):
+    """`export_onnx`'s paths for the task-space model."""
+    from export.onnx_export import export_onnx
+
+    return export_onnx(ts_model_dir, tmp_path_factory.mktemp("ts_onnx"))

@@ -6,105 +6,79 @@ import pytest
 from gnmt_tf.cli.main import main
 
 
-@pytest.fixture(scope="module")
-def onnx_dir(tiny_model_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("onnx")
-    assert main(["export", "onnx", "--model", str(tiny_model_dir),
-                 "--out", str(out)]) == 0
-    return out
-
-
-def _steps(step_onnx, decode_step, state, steps=3):
-    """Runs `decode_step` in ONNX Runtime and TensorFlow from `state` (a batch
-    of 2), feeding the new state back as a host search does; checks the
-    log-probs and every new state tensor, and yields `(got, expected)`."""
+def _check_steps(runtime, step_functions, source, task, steps=3):
+    """Runs `encode` and `steps` decode steps on `source` (a batch of 2)
+    through ONNX Runtime (the host translator's `OnnxRuntime`) and through
+    TensorFlow's `(encode, decode_step)` (`step_functions`), feeding the new
+    state back as the host search does; checks the state, log-probs and
+    attention, and returns the last step's attention."""
     import tensorflow as tf
 
+    encode, decode_step = step_functions
+    expected = {k: v.numpy() for k, v in encode(
+        source_ids=tf.constant(source),
+        **{k: tf.constant(v) for k, v in task.items()}).items()}
+    state = runtime.encode(source, task)
+    assert set(state) == set(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
     ids = np.array([2, 2], np.int32)
     for _ in range(steps):
         expected = {k: v.numpy() for k, v in decode_step(
             ids=tf.constant(ids),
             **{k: tf.constant(v) for k, v in state.items()}).items()}
-        names = [o.name for o in step_onnx.get_outputs()]
-        got = dict(zip(names, step_onnx.run(None, {"ids": ids, **state})))
-        np.testing.assert_allclose(got["log_probs"], expected["log_probs"],
+        log_probs, attention, changed = runtime.step(ids, state)
+        np.testing.assert_allclose(log_probs, expected["log_probs"],
                                    atol=1e-4)
-        yield got, expected
-        for key in state:
-            if "next_" + key in got:
-                np.testing.assert_allclose(got["next_" + key], expected[key],
-                                           atol=1e-5, err_msg=key)
-                state[key] = got["next_" + key]
-        ids = got["log_probs"].argmax(-1).astype(np.int32)
+        np.testing.assert_allclose(attention, expected["attention"],
+                                   atol=1e-5)
+        assert changed and set(changed) <= set(state)
+        for key, value in changed.items():
+            np.testing.assert_allclose(value, expected[key], atol=1e-5,
+                                       err_msg=key)
+        state.update(changed)
+        ids = log_probs.argmax(-1).astype(np.int32)
+    return attention
 
 
 def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
-    import onnxruntime
-    import tensorflow as tf
-
     from export.savedmodel import make_step_functions
     from gnmt_tf.model_dir import load_model
+    from gnmt_tf.onnx_runtime import OnnxRuntime
 
     assert (onnx_dir / "spm.model").exists()
     model, _, _ = load_model(tiny_model_dir)
-    encode, decode_step = make_step_functions(model)
-    encode_onnx = onnxruntime.InferenceSession(str(onnx_dir / "encode.onnx"))
-    step_onnx = onnxruntime.InferenceSession(
-        str(onnx_dir / "decode_step.onnx"))
-
     # Two sentences of different lengths: padding and masks go through too.
     source = np.array([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0]], np.int32)
-    expected = {k: v.numpy() for k, v in
-                encode(source_ids=tf.constant(source)).items()}
-    names = [o.name for o in encode_onnx.get_outputs()]
-    state = dict(zip(names, encode_onnx.run(None, {"source_ids": source})))
-    assert set(state) == set(expected)
-    for key, value in expected.items():
-        np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
-
-    for got, expected in _steps(step_onnx, decode_step, state):
-        np.testing.assert_allclose(got["attention"], expected["attention"],
-                                   atol=1e-5)
-        assert not got["attention"][1, 3:].any()  # padding gets nothing
+    attention = _check_steps(OnnxRuntime(onnx_dir),
+                             make_step_functions(model), source, {})
+    assert not attention[1, 3:].any()  # padding gets nothing
 
 
-def test_onnx_of_the_task_space_transformer(ts_model_dir, tmp_path):
+def test_onnx_of_the_task_space_transformer(ts_model_dir, ts_onnx_paths):
     """encode (with the task as ids) and three cached decode steps agree
-    with TensorFlow's; model.json describes the task inputs."""
+    with TensorFlow's; model.json describes the task inputs and the
+    source limit."""
     import json
 
-    import onnxruntime
-    import tensorflow as tf
-
-    from export.onnx_export import export_onnx
     from export.savedmodel import make_step_functions, task_encode_function
     from gnmt_tf.model_dir import load_model
+    from gnmt_tf.onnx_runtime import OnnxRuntime
 
-    paths = export_onnx(ts_model_dir, tmp_path / "onnx")
+    paths = ts_onnx_paths
     meta = json.loads(paths["metadata"].read_text())
     assert [t["name"] for t in meta["task_inputs"]] == [
         "src_lang", "tgt_lang", "tags"]
+    assert meta["max_source_length"] == 16 + 1  # max_sequence_length + end
     model, _, _ = load_model(ts_model_dir)
     encode_fn, specs = task_encode_function(model)
-    encode, decode_step = make_step_functions(model, encode_fn=encode_fn,
-                                              encode_specs=specs)
-    encode_onnx = onnxruntime.InferenceSession(str(paths["encode"]))
-    step_onnx = onnxruntime.InferenceSession(str(paths["decode_step"]))
-
-    inputs = {"source_ids": np.array([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0]],
-                                     np.int32),
-              "src_lang": np.array([0, 1], np.int32),     # en, de
-              "tgt_lang": np.array([2, 3], np.int32),     # fr, cs
-              "tags": np.array([[1, 0, 0, 0, 0, 0], [0] * 6], np.int32)}
-    expected = {k: v.numpy() for k, v in encode(
-        **{k: tf.constant(v) for k, v in inputs.items()}).items()}
-    names = [o.name for o in encode_onnx.get_outputs()]
-    state = dict(zip(names, encode_onnx.run(None, inputs)))
-    assert set(state) == set(expected)
-    for key, value in expected.items():
-        np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
-    for _ in _steps(step_onnx, decode_step, state):
-        pass
+    steps = make_step_functions(model, encode_fn=encode_fn,
+                                encode_specs=specs)
+    source = np.array([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0]], np.int32)
+    task = {"src_lang": np.array([0, 1], np.int32),     # en, de
+            "tgt_lang": np.array([2, 3], np.int32),     # fr, cs
+            "tags": np.array([[1, 0, 0, 0, 0, 0], [0] * 6], np.int32)}
+    _check_steps(OnnxRuntime(paths["encode"].parent), steps, source, task)
 
 
 def test_onnx_rejects_unknown_model_types(capsys, tmp_path):

@@ -21,19 +21,7 @@ DIRECTIONS = [
 SEARCHES = [dict(beam_size=1), dict(beam_size=2),
             dict(beam_size=2, length_penalty=1.0, coverage_penalty=0.2)]
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
-CACHE_LENGTH = 32
-
-
-@pytest.fixture(scope="module")
-def ts_tflite_dir(ts_model_dir, tmp_path_factory):
-    """The float32 export, through `gnmt-tf export tflite`."""
-    from gnmt_tf.cli.main import main
-
-    out = tmp_path_factory.mktemp("ts_tflite")
-    assert main(["export", "tflite", "--model", str(ts_model_dir),
-                 "--out", str(out), "--max-target-length",
-                 str(CACHE_LENGTH)]) == 0
-    return out
+CACHE_LENGTH = 32  # the ts_tflite_dir fixture's (conftest)
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +60,13 @@ def test_signatures(ts_tflite):
         return {name: (d["shape_signature"].tolist(), d["dtype"].__name__)
                 for name, d in details.items()}
 
-    encode = shapes(ts_tflite._encode.get_input_details())
+    runtime = ts_tflite.runtime
+    encode = shapes(runtime.encode_runner.get_input_details())
     assert encode == {"source_ids": ([1, -1], "int32"),
                       "src_lang": ([1], "int32"), "tgt_lang": ([1], "int32"),
                       "tags": ([1, 6], "int32")}
-    state = shapes(ts_tflite._encode.get_output_details())
-    step = shapes(ts_tflite._step.get_input_details())
+    state = shapes(runtime.encode_runner.get_output_details())
+    step = shapes(runtime.step_runner.get_input_details())
     assert set(step) == set(state) | {"ids"}
     length, cache = MAX_SEQUENCE_LENGTH + 1, CACHE_LENGTH
     for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
@@ -88,7 +77,7 @@ def test_signatures(ts_tflite):
             assert step[f"layer_{i}__self_{kind}"][0] == [-1, cache, 2, 8]
     assert step["source_mask"] == ([-1, length], "bool")
     assert step["time"] == ([-1], "int32")
-    outputs = shapes(ts_tflite._step.get_output_details())
+    outputs = shapes(runtime.step_runner.get_output_details())
     assert set(outputs) == {"log_probs", "attention", "time"} | {
         f"layer_{i}__self_{kind}" for i in range(2)
         for kind in ("key", "value")}

@@ -4,20 +4,6 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def tflite_float32(tmp_path_factory, translator, tiny_model_dir):
-    """`(model_path, vocabulary_path)` of the tiny model as float32 TFLite."""
-    import shutil
-
-    from export.tflite import convert
-
-    out = tmp_path_factory.mktemp("tflite")
-    model_path = out / "model_float32.tflite"
-    model_path.write_bytes(convert(translator.model, "float32"))
-    shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
-    return model_path, out / "spm.model"
-
-
-@pytest.fixture(scope="session")
 def tflite_translator(tflite_float32):
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
@@ -30,9 +16,10 @@ def test_signatures(tflite_translator, fresh_process):
     for name in ("encode", "decode_step"):
         assert set(signatures[name]["inputs"]) == set(saved[name]["inputs"])
         assert set(signatures[name]["outputs"]) == set(saved[name]["outputs"])
-    encode = tflite_translator._encode.get_input_details()["source_ids"]
+    runtime = tflite_translator.runtime
+    encode = runtime.encode_runner.get_input_details()["source_ids"]
     assert encode["shape_signature"].tolist() == [1, -1]
-    memory = tflite_translator._step.get_input_details()["memory"]
+    memory = runtime.step_runner.get_input_details()["memory"]
     assert memory["shape_signature"].tolist() == [-1, 128, 16]
     assert tflite_translator.max_source_length == 128
 

@@ -17,6 +17,9 @@ def run(args, stdin=b"", env=None):
 def test_help(command):
     result = run([command, "--help"])
     assert result.returncode == 0 and b"usage: gnmt-tf " + command.encode() in result.stdout
+    if command == "translate":  # every kind of model it takes
+        for flag in (b"--model", b"--server", b"--tflite", b"--onnx DIR"):
+            assert flag in result.stdout
 
 
 def test_help_does_not_import_tensorflow():

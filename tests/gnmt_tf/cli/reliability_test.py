@@ -231,6 +231,9 @@ def test_evaluate_empty_files(tmp_path, capsys):
     ["translate", "--model", "{model}", "-i", "{dir}"],
     ["translate", "--model", "{model}", "-o", "{dir}"],
     ["translate", "--model", "{file}"],
+    ["translate", "--onnx", "{tmp}/missing"],
+    ["translate", "--onnx", "{file}"],
+    ["translate", "--tflite", "{tmp}/missing.tflite"],
     ["evaluate", "--hyp", "{tmp}/missing", "--ref", "{file}"],
 ])
 def test_a_folder_or_missing_file_is_one_line(argv, tmp_path, tiny_model_dir,

@@ -1,0 +1,101 @@
+"""An ONNX export's `encode` and `decode_step` for the host search.
+
+`OnnxRuntime` is the ONNX Runtime adapter of `gnmt_tf.host_translator`: it
+runs the two graphs `export.onnx_export.export_onnx` writes,
+``encode.onnx`` and ``decode_step.onnx``. Their shapes are dynamic, so the
+state goes from one to the other as it is; `decode_step` gives its new
+state as ``next_<name>`` (an ONNX output cannot share an input's name),
+renamed back here. onnxruntime is an optional dependency (the ``dev``
+extra), imported only when a runtime is made.
+"""
+
+import errno
+import os
+import pathlib
+
+import numpy as np
+
+ENCODE_FILE = "encode.onnx"
+STEP_FILE = "decode_step.onnx"
+NEXT_PREFIX = "next_"  # as export.onnx_export
+
+
+def _onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError as e:
+        raise ImportError(
+            "translating an ONNX export needs onnxruntime (pip install "
+            "onnxruntime, or this package's dev extra)") from e
+    return onnxruntime
+
+
+class OnnxRuntime:
+    """Runs an ONNX export's ``encode.onnx`` and ``decode_step.onnx``.
+
+    Args:
+      export_dir: str or Path. A directory from `export_onnx`.
+      num_threads: int or None. Intra-op threads of each session.
+      providers: sequence of str. ONNX Runtime execution providers.
+
+    Attributes:
+      path: Path. The export directory.
+      encode_session, step_session: the two `onnxruntime.InferenceSession`s.
+      encode_inputs: tuple of str. `encode`'s input names, sorted.
+      max_source_length: None (the graphs take any length; a model's own
+        limit is in ``model.json``).
+
+    Raises:
+      OSError: `export_dir` is missing or not a directory.
+      ValueError: `export_dir` has no ``encode.onnx`` / ``decode_step.onnx``.
+      ImportError: onnxruntime is not installed.
+    """
+
+    max_source_length = None
+
+    def __init__(self, export_dir, num_threads=None,
+                 providers=("CPUExecutionProvider",)):
+        self.path = pathlib.Path(export_dir)
+        if not self.path.is_dir():
+            code = errno.ENOTDIR if self.path.exists() else errno.ENOENT
+            raise OSError(code, os.strerror(code), str(self.path))
+        missing = [name for name in (ENCODE_FILE, STEP_FILE)
+                   if not (self.path / name).is_file()]
+        if missing:
+            raise ValueError(f"{self.path} is not an ONNX export: no "
+                             f"{' or '.join(missing)} (gnmt-tf export onnx "
+                             "writes them)")
+        onnxruntime = _onnxruntime()
+        options = onnxruntime.SessionOptions()
+        if num_threads:
+            options.intra_op_num_threads = int(num_threads)
+        self.encode_session, self.step_session = (
+            onnxruntime.InferenceSession(str(self.path / name), options,
+                                         providers=list(providers))
+            for name in (ENCODE_FILE, STEP_FILE))
+        self.encode_inputs = tuple(sorted(
+            i.name for i in self.encode_session.get_inputs()))
+        self._encode_outputs = [o.name for o in
+                                self.encode_session.get_outputs()]
+        self._step_inputs = {i.name for i in self.step_session.get_inputs()}
+        self._step_outputs = [o.name for o in self.step_session.get_outputs()]
+
+    def encode(self, source_ids, task):
+        """`source_ids` int32 `[B, S]` + `task` (the other `encode` inputs,
+        arrays of batch `B`) -> the decoding state."""
+        feed = {"source_ids": np.asarray(source_ids, np.int32), **task}
+        return dict(zip(self._encode_outputs,
+                        self.encode_session.run(None, feed)))
+
+    def step(self, ids, state):
+        """`ids` int32 `[B]` + `state` -> `(log_probs [B, V], attention
+        [B, S], the state entries the step changed)`."""
+        feed = {name: value for name, value in state.items()
+                if name in self._step_inputs}
+        feed["ids"] = np.asarray(ids, np.int32)
+        out = dict(zip(self._step_outputs, self.step_session.run(None, feed)))
+        log_probs = out.pop("log_probs")
+        attention = out.pop("attention", None)
+        return log_probs, attention, {
+            name[len(NEXT_PREFIX):]: value for name, value in out.items()
+            if name.startswith(NEXT_PREFIX)}

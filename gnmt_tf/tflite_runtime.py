@@ -1,0 +1,127 @@
+"""A TFLite export's `encode` and `decode_step` for the host search.
+
+`TFLiteRuntime` is the LiteRT adapter of `gnmt_tf.host_translator`: it runs
+the two signatures `export.tflite.export_tflite` writes. What is special to
+TFLite stays here: `decode_step` takes some state tensors at a fixed length
+where `encode` returns them at the source's length (see
+`export.tflite.StepModule`); which ones, and to what length, is read from
+the two signatures' shapes, and `encode`'s outputs are zero-padded to it.
+The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
+not installed; nothing else imports TensorFlow.
+"""
+
+import pathlib
+
+import numpy as np
+
+SIGNATURES = ("encode", "decode_step")
+
+
+def interpreter_class():
+    """LiteRT's `Interpreter`, or TensorFlow's copy where it is missing."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:  # LiteRT not installed: TensorFlow's copy
+        import tensorflow as tf
+
+        Interpreter = tf.lite.Interpreter
+    return Interpreter
+
+
+class TFLiteRuntime:
+    """Runs a `.tflite` model's `encode` and `decode_step` signatures.
+
+    Args:
+      model_path: str or Path. A `.tflite` file from `export_tflite`.
+      num_threads: int or None. Interpreter threads.
+
+    Attributes:
+      path: Path. The model file.
+      interpreter: the LiteRT `Interpreter`.
+      encode_runner, step_runner: its two signature runners.
+      encode_inputs: tuple of str. `encode`'s input names, sorted.
+      max_source_length: int or None. `decode_step`'s fixed memory length:
+        the longest source in ids, end token and source prefix included.
+
+    Raises:
+      ValueError: the model lacks the `encode` / `decode_step` signatures.
+    """
+
+    def __init__(self, model_path, num_threads=None):
+        self.path = pathlib.Path(model_path)
+        self.interpreter = interpreter_class()(
+            model_path=str(self.path), num_threads=num_threads)
+        signatures = self.interpreter.get_signature_list()
+        if not set(SIGNATURES) <= set(signatures):
+            raise ValueError(f"{self.path} has signatures "
+                             f"{sorted(signatures)}, not encode and "
+                             "decode_step")
+        self.encode_runner = self.interpreter.get_signature_runner("encode")
+        self.step_runner = self.interpreter.get_signature_runner(
+            "decode_step")
+        self.encode_inputs = tuple(sorted(
+            self.encode_runner.get_input_details()))
+        step_inputs = self.step_runner.get_input_details()
+        self._step_dtypes = {name: detail["dtype"]
+                             for name, detail in step_inputs.items()}
+        self._padded_shapes = _padded_shapes(
+            self.encode_runner.get_output_details(), step_inputs)
+        lengths = [shape[1] for shape in self._padded_shapes.values()]
+        self.max_source_length = min(lengths) if lengths else None
+        self._warm_up()
+
+    def _warm_up(self):
+        """Runs `encode` and one `decode_step` on a one-token source.
+
+        Works around a clash seen with ai-edge-litert 2.3 and
+        tensorflow-text 2.21 in one process: an interpreter whose first
+        `decode_step` runs after `tensorflow_text` was imported (as the
+        in-process translators do) returns wrong log-probs, one that ran
+        before keeps working. Running it here closes that window (the
+        outputs are thrown away, so any in-vocabulary id will do).
+        """
+        details = self.encode_runner.get_input_details()
+        task = {name: np.zeros([max(int(d), 1) for d in
+                                detail["shape_signature"]], detail["dtype"])
+                for name, detail in details.items() if name != "source_ids"}
+        state = self.encode(np.ones([1, 1], np.int32), task)
+        self.step(np.ones([1], np.int32), state)
+
+    def encode(self, source_ids, task):
+        """`source_ids` int32 `[1, S]` + `task` (the other `encode` inputs,
+        arrays of batch 1) -> the decoding state, `decode_step`'s dtypes,
+        its fixed-length tensors zero-padded (masks False)."""
+        state = self.encode_runner(source_ids=np.asarray(source_ids, np.int32),
+                                   **task)
+        padded = {}
+        for name, value in state.items():
+            if name in self._padded_shapes:
+                pad = [(0, full - have) for have, full in
+                       zip(value.shape, self._padded_shapes[name])]
+                value = np.pad(value, pad)
+            padded[name] = value.astype(self._step_dtypes[name], copy=False)
+        return padded
+
+    def step(self, ids, state):
+        """`ids` int32 `[B]` + `state` -> `(log_probs [B, V], attention
+        [B, L] or None, the state entries the step changed)`."""
+        out = self.step_runner(ids=np.asarray(ids, np.int32), **state)
+        log_probs = out.pop("log_probs")
+        return log_probs, out.pop("attention", None), out
+
+
+def _padded_shapes(encode_outputs, step_inputs):
+    """`{name: shape}` of the state tensors `decode_step` takes at a fixed
+    size where `encode` gives a variable one (its `-1` dimensions), read
+    from the signature details; the host pads those to `shape`."""
+    shapes = {}
+    for name, detail in step_inputs.items():
+        if name not in encode_outputs:
+            continue
+        have = encode_outputs[name]["shape_signature"]
+        want = detail["shape_signature"]
+        if len(have) != len(want):
+            continue
+        if any(h < 0 <= w for h, w in zip(have[1:], want[1:])):
+            shapes[name] = (1,) + tuple(int(w) for w in want[1:])
+    return shapes

@@ -1,0 +1,153 @@
+"""`HostTranslator`: one NumPy search over ONNX Runtime and LiteRT.
+
+For both families (GNMT, the task-space Transformer) the ONNX export
+searched on the host gives `Translator`'s translations and the TFLite
+export's; `gnmt-tf translate --onnx` runs end to end and fails in one line.
+"""
+
+import types
+
+import pytest
+
+from gnmt_tf.cli.main import main
+
+# Task-space directions the tiny model was trained on, with a blank input.
+TS_CASES = [
+    (dict(src_lang="en", tgt_lang="fr", tags="caption"),
+     ["a dog runs", "a big cat sleeps", "   ", "a man runs", "a red ball"]),
+    (dict(src_lang="de", tgt_lang="cs", tags=""),
+     ["ein roter Ball", "Mann schläft", "ein Hund rennt"]),
+]
+SEARCHES = [dict(beam_size=1),
+            dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2)]
+
+
+@pytest.fixture(scope="module", params=["gnmt", "task_space"])
+def family(request, settings):
+    """One family's in-process `Translator`, its ONNX and TFLite host
+    translators and the `(task, sentences)` cases to translate.
+
+    The `Translator`s are this module's own, not the session's `translator`
+    / `ts_translator`: made this early, those would be broken by the time
+    later modules use them, since training in a later fixture
+    (`keras.utils.set_random_seed` clears TensorFlow's kernel cache) destroys
+    the SentencePiece resource of every tokenizer alive then.
+    """
+    from gnmt_tf.host_translator import HostTranslator
+    from gnmt_tf.translator import Translator
+
+    if request.param == "gnmt":
+        model_dir = request.getfixturevalue("tiny_model_dir")
+        onnx_dir = request.getfixturevalue("onnx_dir")
+        tflite_path = request.getfixturevalue("tflite_float32")[0]
+        cases = [({}, settings.sentences)]
+    else:
+        model_dir = request.getfixturevalue("ts_model_dir")
+        onnx_dir = request.getfixturevalue("ts_onnx_paths")["encode"].parent
+        tflite_path = (request.getfixturevalue("ts_tflite_dir")
+                       / "model_float32.tflite")
+        cases = TS_CASES
+    return types.SimpleNamespace(
+        name=request.param, translator=Translator.from_model_dir(model_dir),
+        onnx_dir=onnx_dir,
+        onnx=HostTranslator.from_path(onnx_dir),
+        tflite=HostTranslator.from_path(tflite_path), cases=cases)
+
+
+def _best(translate_nbest, cases):
+    """`(texts, scores)` of the best hypotheses of all `cases`, in order."""
+    texts, scores = [], []
+    for task, sentences in cases:
+        for hyps in translate_nbest(sentences, **task):
+            texts.append(hyps[0].text)
+            scores.append(hyps[0].score)
+    return texts, scores
+
+
+@pytest.mark.parametrize("search", SEARCHES, ids=["greedy", "beam3"])
+def test_onnx_matches_translator_and_tflite(family, search):
+    from gnmt_tf.translator import SearchOptions
+
+    options = SearchOptions(**search)
+    texts, scores = _best(
+        lambda s, **task: family.translator.translate_nbest(s, options,
+                                                            **task),
+        family.cases)
+    for host in (family.onnx, family.tflite):
+        got_texts, got_scores = _best(
+            lambda s, **task: host.translate_nbest(s, **search, **task),
+            family.cases)
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores, abs=1e-3)
+    assert len(set(texts)) > 2  # the model says input-dependent things
+
+
+def test_onnx_describes_itself_as_the_model(family):
+    model = family.translator.model
+    assert family.onnx.runtime.path == family.onnx_dir
+    assert family.onnx.task_inputs() == tuple(model.task_inputs())
+    assert family.onnx.fixed_task == (model.fixed_task or {})
+    assert family.onnx.max_output_length == model.max_target_length
+    if family.name == "task_space":
+        assert family.onnx.max_source_length == model.max_target_length + 1
+        with pytest.raises(ValueError, match="at most 16"):
+            family.onnx.translate(["a dog runs in a big red park " * 3],
+                                  **TS_CASES[0][0])
+        with pytest.raises(ValueError, match="unknown language 'xx'"):
+            family.onnx.translate(["a dog"], src_lang="xx", tgt_lang="fr")
+    else:
+        assert family.onnx.max_source_length is None
+
+
+def _cli(argv, capsys):
+    """`(exit status, stderr)` of `gnmt-tf translate ARGV`."""
+    code = main(["translate"] + [str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def _assert_one_line_error(code, err, message):
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("gnmt-tf translate: error: ") and (
+        message in lines[0]), err
+
+
+def test_translate_cli(family, tmp_path, capsys):
+    task, sentences = family.cases[0]
+    source = tmp_path / "src.txt"
+    source.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    output = tmp_path / "hyp.txt"
+    flags = [item for key, value in task.items()
+             for item in ("--" + key.replace("_", "-"), value)]
+    code, err = _cli(["--onnx", family.onnx_dir, *flags, "--beam-size", "2",
+                      "-i", source, "-o", output], capsys)
+    assert code == 0, err
+    assert output.read_text(encoding="utf-8").splitlines() == (
+        family.onnx.translate(sentences, beam_size=2, **task))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--onnx", "{tmp}/missing"], "{tmp}/missing: No such file or directory"),
+    (["--onnx", "{tmp}"], "is not an ONNX export: no encode.onnx"),
+    (["--onnx", "{onnx}", "--model", "{onnx}"],
+     "give one of --model, --tflite and --onnx, not --model and --onnx"),
+    (["--onnx", "{onnx}", "--early-stopping", "exact"],
+     "--onnx searches with --early-stopping gnmt only"),
+])
+def test_translate_cli_errors(argv, message, onnx_dir, tmp_path, capsys):
+    names = dict(tmp=tmp_path, onnx=onnx_dir)
+    code, err = _cli([a.format(**names) for a in argv], capsys)
+    _assert_one_line_error(code, err, message.format(**names))
+
+
+def test_translate_cli_task_errors(family, tmp_path, capsys):
+    source = tmp_path / "src.txt"
+    source.write_text("a dog\n")
+    if family.name == "gnmt":
+        flags, message = ["--src-lang", "fr"], "cannot honour --src-lang fr"
+    else:
+        flags, message = ["--src-lang", "en"], "--tgt-lang required"
+    code, err = _cli(["--onnx", family.onnx_dir, *flags, "-i", source],
+                     capsys)
+    _assert_one_line_error(code, err, message)
