@@ -261,12 +261,31 @@ class Translator:
             batch = np.array([sentences[i].encode("utf-8") for i in chunk], dtype=object)
             task_batch = [tf.constant([ids[t.name]] * len(chunk), tf.int32)
                           for t in self.task_inputs]
-            out = function(tf.constant(batch), *task_batch)
+            out = self._run(function, options, tf.constant(batch), task_batch)
             texts, scores = out["translations"].numpy(), out["scores"].numpy()
             for row, i in enumerate(chunk):
                 results[i] = [Hypothesis(t.decode("utf-8"), float(s))
                               for t, s in zip(texts[row], scores[row])]
         return results
+
+    def _run(self, function, options, batch, task_batch):
+        """Calls a search function; remakes the tokenizer once if its
+        resource is gone.
+
+        Setting TensorFlow's global seed (`keras.utils.set_random_seed`, as
+        every trainer does) clears the eager kernel cache, which holds the
+        TF Text SentencePiece resource: a Translator made before a training
+        in the same process would otherwise fail for good.
+        """
+        try:
+            return function(batch, *task_batch)
+        except tf.errors.NotFoundError as e:
+            if "Sentencepiece" not in str(e):
+                raise
+        self.subwords.reset_tf_tokenizer()
+        self.tokenizer = self.subwords.tf_tokenizer
+        self._functions.clear()
+        return self.search_fn(options)(batch, *task_batch)
 
     def translate(self, sentences, options=SearchOptions(), batch_size=32, **task):
         """Translates `sentences` (list of str) to a list of best translations."""

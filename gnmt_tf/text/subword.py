@@ -150,6 +150,11 @@ class Subwords:
                 model=self.model_proto, out_type="int32")
         return self._tf_tokenizer
 
+    def reset_tf_tokenizer(self):
+        """Drops the TF Text tokenizer; `tf_tokenizer` makes a new one (after
+        TensorFlow's kernel cache, which holds its resource, was cleared)."""
+        self._tf_tokenizer = None
+
 
 def write_vocabulary(subwords: Subwords, path):
     """Writes the pieces one per line (for inspection and other toolkits)."""
