@@ -150,10 +150,6 @@ def run(args) -> int:
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":
-        if args.max_source_length is not None and args.max_source_length < 2:
-            raise ValueError("--max-source-length must be >= 2")
-        if args.max_target_length is not None and args.max_target_length < 1:
-            raise ValueError("--max-target-length must be >= 1")
         from export.tflite import export_tflite
 
         quantization = args.quantization
@@ -169,8 +165,6 @@ def run(args) -> int:
     if args.action == "qat":
         from export.qat import qat_finetune
 
-        if args.steps < 1:
-            raise ValueError("--steps must be >= 1")
         qat_finetune(args.model, args.out, args.data_dir, args.steps,
                      args.minutes, args.learning_rate,
                      args.calibration_batches)
