@@ -203,7 +203,24 @@ def _index_table(keys):
         default_value=-1)
 
 
-class TranslationModule(tf.Module):
+class WeightsModule(tf.Module):
+    """A `tf.Module` over a Keras model that tracks only its weights
+    (`model_variables`): saving a tracked Keras model traces every layer's
+    call for Keras's own loading path, which nothing here uses, which
+    doubles export time and which fails for models never called."""
+
+    def __init__(self, model, name):
+        super().__init__(name=name)
+        self._untracked = types.SimpleNamespace(model=model)
+        self.model_variables = list(model.variables)
+
+    @property
+    def model(self):
+        """The model (not tracked: its variables are, as `model_variables`)."""
+        return self._untracked.model
+
+
+class TranslationModule(WeightsModule):
     """What the SavedModel holds: a model, its tokenizer and the signatures.
 
     The signatures take the model's task inputs (`model.task_inputs()`) as
@@ -226,12 +243,7 @@ class TranslationModule(tf.Module):
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
                  beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None):
-        super().__init__(name="translation")
-        # The SavedModel keeps the model's weights, not the Keras model: saving
-        # a tracked Keras model traces every layer's call for Keras's own
-        # loading path, which nothing here uses and which doubles export time.
-        self._untracked = types.SimpleNamespace(model=model)
-        self.model_variables = list(model.variables)
+        super().__init__(model, "translation")
         self.translator = Translator(model, subwords, max_source_length)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
@@ -255,11 +267,6 @@ class TranslationModule(tf.Module):
             model, encode_fn=self._encode,
             encode_specs=[tf.TensorSpec([None, None], tf.int32,
                                         name="source_ids"), *task_specs])
-
-    @property
-    def model(self):
-        """The model (not tracked: its variables are, as `model_variables`)."""
-        return self._untracked.model
 
     def signatures(self):
         """The `{name: concrete_function}` map to save."""

@@ -20,15 +20,14 @@ int8 is listed in `export.gnmt_qat` and `export.transformer_qat`;
 import json
 import pathlib
 import tempfile
-import types
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import numpy as np
 import tensorflow as tf
 
-from export.savedmodel import (directory_metadata, make_step_functions,
-                               task_encode_function)
+from export.savedmodel import (WeightsModule, directory_metadata,
+                               make_step_functions, task_encode_function)
 from export.tflite_tied_table import dedupe_buffers, share_tied_table
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
@@ -41,7 +40,7 @@ DEFAULT_MAX_SOURCE_LENGTH = 128  # models without a length limit (GNMT)
 DEFAULT_MAX_TARGET_LENGTH = 128  # cache length, at most the model's limit
 
 
-class StepModule(tf.Module):
+class StepModule(WeightsModule):
     """A model with only its `encode` and `decode_step` functions.
 
     Fixed shapes, so that the converter needs only builtin ops: `encode`
@@ -63,21 +62,12 @@ class StepModule(tf.Module):
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None):
-        super().__init__(name="steps")
-        # Only the weights are tracked: saving a tracked Keras model traces
-        # every layer's call (slow, and it fails for models never called).
-        self._untracked = types.SimpleNamespace(model=model)
-        self.model_variables = list(model.variables)
+        super().__init__(model, "steps")
         encode, specs = task_encode_function(model, batch_size=1)
         self.encode, self.decode_step = make_step_functions(
             model, encode_batch_size=1, step_source_length=max_source_length,
             encode_fn=encode, encode_specs=specs,
             cache_length=max_target_length)
-
-    @property
-    def model(self):
-        """The model (not tracked: its variables are, as `model_variables`)."""
-        return self._untracked.model
 
     def signatures(self):
         return {"encode": self.encode, "decode_step": self.decode_step}
