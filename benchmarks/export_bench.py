@@ -116,7 +116,6 @@ def main(argv=None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (SentencePiece ops of the SavedModel)
 
-    import export.qat  # noqa: F401  (registers gnmt_qat)
     from export.savedmodel import export_savedmodel
     from export.tflite import export_tflite
     from gnmt_tf.tflite_translator import TFLiteTranslator

@@ -6,14 +6,13 @@
 - `export.ops`: the ops an export needs, checked against `allowed_ops.txt`;
 - `export.tflite`: TFLite models (float32, dynamic-range, float16, int8) of
   any `Seq2SeqModel`, with the `model.json` that the host-side search
-  (`gnmt_tf.host_translator`, no TensorFlow) reads;
-- `export.onnx_export`: the same two steps as ONNX graphs (tf2onnx), for
-  ONNX Runtime (the same host-side search) and TensorRT;
-- `export.quantization` / `export.qat`: tfmot `QuantizeConfig`s, fake-quant
-  layers and quantization-aware fine-tuning of GNMT;
-- `export.transformer_quantization` / `export.transformer_qat`: the same for
-  the task-space Transformer;
-- `export.tflite_int8`: the int8 conversion of a QAT model;
+  (`gnmt_tf.host_translator`, no TensorFlow) reads; `export.tflite_tied_table`
+  stores an int8 model's tied embedding table once;
+- `export.onnx_export`, `export.tensorrt`: ONNX step graphs (for ONNX Runtime,
+  the same host-side search, and TensorRT) and TF-TRT;
+- `export.qat`: quantization-aware fine-tuning of any model directory, on the
+  fake quantization of `export.quantization` and the QAT model of its family
+  (`export.gnmt_qat`, `export.transformer_qat`, named by `export.registry`);
 - `export.cli`: `gnmt-tf export ACTION`.
 
 Importing this package (or `export.cli`) does not import TensorFlow.

@@ -1,23 +1,10 @@
-"""`gnmt-tf export`: turn a trained model directory into a deployable artifact.
+"""`gnmt-tf export ACTION`: a trained model directory to a deployable artifact.
 
-Actions:
-
-- ``savedmodel``: a SavedModel for `tensorflow_model_server`
-  (`export.savedmodel.export_savedmodel`).
-- ``tflite``: `encode` + `decode_step` as TFLite models for a host-side search
-  (`export.tflite.export_tflite`, with the ``model.json`` its translator
-  reads); with ``--int8`` an int8 model from a QAT model directory.
-- ``qat``: quantization-aware fine-tuning of a float model directory into a
-  QAT model directory (`export.qat.qat_finetune`: the model type names its
-  quantization-aware variant).
-- ``tensorrt``: TF-TRT conversion of an exported SavedModel
-  (`export.tensorrt`); without a GPU and TensorRT it says what is missing
-  and exits with code 2.
-- ``onnx``: `encode.onnx` + `decode_step.onnx` through tf2onnx
-  (`export.onnx_export`), for `trtexec` and ONNX Runtime.
-
-Like every `gnmt-tf` subcommand module this one imports no TensorFlow until an
-action runs.
+Actions: ``savedmodel`` (`export.savedmodel`), ``tflite`` (`export.tflite`;
+``--int8`` from a QAT model directory), ``qat`` (`export.qat`), ``tensorrt``
+(`export.tensorrt`; exits with code 2 saying what is missing without a GPU
+and TensorRT) and ``onnx`` (`export.onnx_export`). Like every `gnmt-tf`
+subcommand module this one imports no TensorFlow until an action runs.
 """
 
 import sys
@@ -150,10 +137,6 @@ def run(args) -> int:
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":
-        if args.max_source_length is not None and args.max_source_length < 2:
-            raise ValueError("--max-source-length must be >= 2")
-        if args.max_target_length is not None and args.max_target_length < 1:
-            raise ValueError("--max-target-length must be >= 1")
         from export.tflite import export_tflite
 
         quantization = args.quantization
@@ -169,8 +152,6 @@ def run(args) -> int:
     if args.action == "qat":
         from export.qat import qat_finetune
 
-        if args.steps < 1:
-            raise ValueError("--steps must be >= 1")
         qat_finetune(args.model, args.out, args.data_dir, args.steps,
                      args.minutes, args.learning_rate,
                      args.calibration_batches)

@@ -1,30 +1,13 @@
-"""Quantization-aware fine-tuning of a trained GNMT (`qat_finetune`).
+"""Quantization-aware fine-tuning of a trained model directory, any family.
 
-`QATGNMT` is a `GNMT` whose LSTMs, attention, embeddings and softmax
-projection fake-quantize weights and activations (`export.quantization`).
-Its variables keep the float model's names (`copy_float_weights` fills them
-from a float model); the quantizers' range variables are extra.
-
-`qat_finetune(model_dir, out_model_dir, ...)` restores a float model
-directory into a `QATGNMT`, sets weight ranges from the weights and
-activation ranges from a few training batches (`calibrate`), fine-tunes with
-`model.fit` (the project's trainer: checkpoints, resume, time budget) and
-writes a model directory of type ``gnmt_qat``: `config.json`, `spm.model`,
-`checkpoints/`. Everything that loads model directories
-(`gnmt_tf.model_dir.load_model`, `export.tflite`, `export.savedmodel`)
-reads it once this module is imported (it registers the model type); the
-int8 TFLite export (`export.tflite_int8`) needs it.
-
-GNMT's own quantization-friendly constraints stay in force: with
-`clip_cell` the cell states and residual sums are clipped to the model's
-`cell_clip` (delta), which is also the cell-state quantization range, and is
-held fixed during fine-tuning at its trained value; with `logit_clip` the
-logits' range is [-gamma, gamma].
-
-`qat_finetune` on a task-space Transformer directory hands over to
-`export.transformer_qat`, which reuses this module's model-independent
-parts: `copy_float_weights`, `finetune_train_config`, `prepare_out_dir` and
-`finetune` (ranges, calibration, `model.fit`).
+`qat_finetune` looks up the float model type's quantization-aware variant
+(`gnmt_tf.model_types.quantized_variant`: ``gnmt`` -> ``gnmt_qat``,
+``task_space_transformer`` -> ``task_space_transformer_qat``), copies the
+float weights into the variant's model class (`export.gnmt_qat`,
+`export.transformer_qat`), sets its ranges and fine-tunes it on the data its
+`finetune_data` gives, writing a model directory of the variant's type that
+every model-directory reader opens and `gnmt-tf export tflite --int8`
+converts.
 """
 
 import dataclasses
@@ -40,103 +23,9 @@ import tf_keras as keras
 from export import quantization
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf import model_types
-from gnmt_tf.config import GNMTConfig, TrainConfig, from_dict
+from gnmt_tf.config import TrainConfig, from_dict
 from gnmt_tf.io_utils import copy_file_atomic
-from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
-from gnmt_tf.models.gnmt import GNMT
 from gnmt_tf.training.model_dir_guard import claim_model_dir
-
-MODEL_TYPE = "gnmt_qat"  # declared in export.registry
-
-
-class QATGNMT(GNMT):
-    """`GNMT` with fake quantization (`export.quantization`).
-
-    Same constructor, call, `encode` / `initial_state` / `step` and variable
-    names as `GNMT`; the LSTMs are `QATLSTM`s, the attention a
-    `QATAdditiveAttention`, the embeddings `QATEmbedding`s and the output
-    projection (`QATDense` when untied) is followed by the logits quantizer
-    of `OutputQuantizeConfig`.
-
-    Args:
-      config: `GNMTConfig`.
-    """
-
-    def __init__(self, config: GNMTConfig, **kwargs):
-        super().__init__(config, **kwargs)
-        # Swap in the QAT layers before anything is built: same attribute
-        # names, so the same checkpoint paths.
-        init = keras.initializers.RandomUniform(-0.1, 0.1)
-        self.embedding = quantization.QATEmbedding(
-            config.vocabulary_size, config.hidden_dim, name="embedding",
-            embeddings_initializer=init)
-        self.target_embedding = self.embedding
-        if not config.tie_embeddings:
-            self.target_embedding = quantization.QATEmbedding(
-                config.vocabulary_size, config.hidden_dim,
-                name="target_embedding", embeddings_initializer=init)
-            self.output_dense = quantization.QATDense(
-                config.vocabulary_size, use_bias=False, name="output")
-        self.encoder = QATGNMTEncoder(
-            config.num_encoder_layers, config.hidden_dim, config.dropout,
-            config.residual_start, self.cell_clip, name="encoder")
-        encoder, decoder, clip = self.encoder, self.decoder, self.cell_clip
-        encoder.forward_lstm = quantization.QATLSTM(
-            config.hidden_dim, clip, name="lstm_1_forward")
-        encoder.backward_lstm = quantization.QATLSTM(
-            config.hidden_dim, clip, name="lstm_1_backward")
-        encoder.upper_lstms = [
-            quantization.QATLSTM(config.hidden_dim, clip, name=f"lstm_{i}")
-            for i in range(2, config.num_encoder_layers + 1)]
-        decoder.lstms = [
-            quantization.QATLSTM(config.hidden_dim, clip, name=f"lstm_{i}")
-            for i in range(1, config.num_decoder_layers + 1)]
-        decoder.attention = quantization.QATAdditiveAttention(
-            config.attention_dim, name="attention")
-        self.output_quantizers = OutputQuantizers(config.logit_clip)
-
-    def _logits(self, outputs):
-        fq = self.output_quantizers
-        outputs = fq.fake_quant("decoder_output", outputs)
-        if self.config.tie_embeddings:
-            table = self.target_embedding.quantized_embeddings()
-            logits = tf.matmul(outputs, table, transpose_b=True)
-        else:
-            logits = self.output_dense(outputs)
-        logits = logits + self.output_bias
-        if self.config.logit_clip:
-            gamma = self.config.logit_clip
-            logits = tf.clip_by_value(logits, -gamma, gamma)
-        return fq.fake_quant("logits", logits)
-
-
-def reverse_sequence(x, lengths):
-    """`tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)` as a
-    Gather: TFLite's REVERSE_SEQUENCE has no int8 kernel, its GATHER has."""
-    steps = tf.range(tf.shape(x)[1])[None, :]
-    lengths = lengths[:, None]
-    indices = tf.where(steps < lengths, lengths - 1 - steps, steps)
-    return tf.gather(x, indices, batch_dims=1)
-
-
-class QATGNMTEncoder(GNMTEncoder):
-    """`GNMTEncoder` whose two sequence reversals are int8-friendly Gathers
-    (same results)."""
-
-    def reverse(self, x, lengths):
-        return reverse_sequence(x, lengths)
-
-
-class OutputQuantizers(quantization.FakeQuantMixin, keras.layers.Layer):
-    """Holds `OutputQuantizeConfig`'s range variables (a weightless layer)."""
-
-    def __init__(self, logit_clip=None, **kwargs):
-        super().__init__(name="output_quantizers", **kwargs)
-        self.logit_clip = logit_clip
-        self._build_quantizers(quantization.OutputQuantizeConfig(logit_clip))
-
-    def call(self, inputs):
-        return inputs
 
 
 def variables_by_name(model):
@@ -181,34 +70,22 @@ def copy_float_weights(float_model, qat_model):
 
 
 def load_qat_from_float(model_dir):
-    """A `QATGNMT` with a float model directory's weights (ranges unset).
+    """The quantization-aware variant of a float model directory's model,
+    with its weights (ranges unset).
 
     Returns:
       `(model, subwords, payload)` as `gnmt_tf.model_dir.load_model`.
+
+    Raises:
+      ValueError: the model type has no quantization-aware variant.
     """
-    payload = model_dir_lib.read_config(model_dir)
-    if payload.get("model_type", "gnmt") != "gnmt":
-        raise ValueError(f"{model_dir} holds a {payload['model_type']!r} "
-                         "model; quantization-aware training needs a float "
-                         "GNMT")
+    model_type = model_dir_lib.read_config(model_dir).get("model_type", "gnmt")
+    _, variant = model_types.quantized_variant(model_type)
     float_model, subwords, payload = model_dir_lib.load_model(model_dir)
-    model = QATGNMT(from_dict(GNMTConfig, payload["model"]))
+    model = model_types.load_object(variant.model_class)(float_model.config)
     model(model.dummy_inputs())
     copy_float_weights(float_model, model)
     return model, subwords, payload
-
-
-def training_dataset(subwords, data_dir, src_lang, tgt_lang, train_config,
-                     split="train"):
-    from gnmt_tf.data import corpus
-    from gnmt_tf.data.pipeline import make_dataset
-
-    src, tgt = corpus.read_parallel(corpus.resolve_data_dir(data_dir), split,
-                                    src_lang, tgt_lang)
-    return make_dataset(subwords.encode(src), subwords.encode(tgt),
-                        train_config.max_tokens, train_config.max_length,
-                        shuffle_buffer=train_config.shuffle_buffer,
-                        seed=train_config.seed)
 
 
 def finetune_train_config(train_config, steps, minutes=None,
@@ -282,10 +159,9 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
                  learning_rate=None, calibration_batches=20, log_every=100):
     """Fine-tunes a float model with fake quantization; writes a QAT model dir.
 
-    The float directory's model type names its quantization-aware variant
-    (`gnmt_tf.model_types.quantized_variant`: ``gnmt`` -> ``gnmt_qat``,
-    ``task_space_transformer`` -> ``task_space_transformer_qat``), whose
-    `finetune` function does the work.
+    The QAT directory holds the float one's vocabulary, its `config.json`
+    entries (with the fine-tuning `train` config and a `qat` entry) and its
+    own `checkpoints/`.
 
     Example:
       >>> qat_finetune("runs/en-de", "runs/en-de-qat", "data/multi30k",
@@ -295,9 +171,8 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
     Args:
       model_dir: a trained float model directory.
       out_model_dir: the QAT model directory to write (or resume).
-      data_dir: directory with `train.<src>` / `train.<tgt>` (and `val.*`);
-        the languages (GNMT) or directions and tags (task space) are the
-        model's (`config.json`).
+      data_dir: directory with `train.<lang>` files; the languages (GNMT) or
+        directions and tags (task space) are the model's (`config.json`).
       steps: int. Fine-tuning optimizer steps.
       minutes: float or None. Wall-time budget (stops and checkpoints).
       learning_rate: float or None. Peak learning rate; default a tenth of
@@ -312,37 +187,22 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
     Raises:
       ValueError: the model type has no quantization-aware variant.
     """
-    model_type = model_dir_lib.read_config(model_dir).get("model_type", "gnmt")
-    _, variant = model_types.quantized_variant(model_type)
-    return model_types.load_object(variant.finetune)(
-        model_dir, out_model_dir, data_dir, steps, minutes, learning_rate,
-        calibration_batches, log_every)
-
-
-def qat_finetune_gnmt(model_dir, out_model_dir, data_dir, steps=1000,
-                      minutes=None, learning_rate=None,
-                      calibration_batches=20, log_every=100):
-    """`qat_finetune` for a float GNMT: writes a ``gnmt_qat`` directory."""
     model, subwords, payload = load_qat_from_float(model_dir)
-    src_lang, tgt_lang = payload.get("src_lang"), payload.get("tgt_lang")
-    if not (src_lang and tgt_lang):
-        raise ValueError(f"{model_dir}/config.json names no src_lang/tgt_lang")
-    train_config = from_dict(TrainConfig, payload["train"])
-    delta = (float(model.cell_clip.numpy()) if model.cell_clip is not None
-             else train_config.delta_end)
-    train_config = dataclasses.replace(
-        finetune_train_config(train_config, steps, minutes, learning_rate),
-        # delta stays where the float training left it.
-        delta_start=delta, delta_end=delta, delta_anneal_steps=1)
-
+    name, variant = model_types.quantized_variant(
+        payload.get("model_type", "gnmt"))
+    train_config = finetune_train_config(
+        from_dict(TrainConfig, payload["train"]), steps, minutes,
+        learning_rate)
+    keras.utils.set_random_seed(train_config.seed)  # before the shuffle
+    train_config, dataset = model_types.load_object(variant.finetune_data)(
+        model, subwords, payload, data_dir, train_config)
+    extra = {k: v for k, v in payload.items()
+             if k not in ("model_type", "model", "train")}
     with claim_model_dir(out_model_dir):
         out = prepare_out_dir(model_dir, out_model_dir)
         model_dir_lib.write_config(
-            out, MODEL_TYPE, model.config, train_config,
-            {"src_lang": src_lang, "tgt_lang": tgt_lang,
-             "qat": {"float_model_dir": str(model_dir), "steps": int(steps)}})
-        keras.utils.set_random_seed(train_config.seed)  # before the shuffle
-        dataset = training_dataset(subwords, data_dir, src_lang, tgt_lang,
-                                   train_config)
+            out, name, model.config, train_config,
+            {**extra, "qat": {"float_model_dir": str(model_dir),
+                              "steps": int(steps)}})
         return finetune(model, train_config, dataset, out,
                         calibration_batches, log_every)

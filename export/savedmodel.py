@@ -1,61 +1,39 @@
-"""SavedModel export: text in, text out, ready for `tensorflow_model_server`.
+"""SavedModel export: text in, text out, for `tensorflow_model_server`.
 
-`export_savedmodel` turns a trained model directory into a versioned
-SavedModel directory `BASE/NAME/VERSION` (the layout the model server polls).
-Tokenisation (TF Text SentencePiece), search and detokenisation all run inside
-the graph, so a client sends raw UTF-8 sentences and gets raw sentences back.
+`export_savedmodel` writes a model directory (any model type) as the
+versioned SavedModel `BASE/NAME/VERSION` the model server polls, with
+tokenisation (TF Text SentencePiece), search and detokenisation in the
+graph. Signatures (`B` batch, `S` source subwords, `V` vocabulary):
 
-Signatures (`B` batch, `S` source subwords, `V` vocabulary, `H` model width):
+- ``serving_default``: ``text`` string `[B]` -> ``translations`` string
+  `[B]`, ``scores`` float32 `[B]` (plus ``nbest_translations`` /
+  ``nbest_scores`` `[B, N]` when the export's `SearchOptions` ask for N > 1
+  hypotheses).
+- ``translate_with_options``: the same with scalar ``beam_size`` (one of the
+  sizes compiled in, `beam_sizes`; 1 is greedy search), ``length_penalty``
+  and ``coverage_penalty``; scalars have no batch dimension, so the
+  server's request batching cannot merge these requests.
+- ``encode``: ``source_ids`` int32 `[B, S]` (0-padded, each row ending in
+  the end token) -> the initial decoding state, one output per state tensor
+  (GNMT: attention memory, keys, mask, ``h_i`` / ``c_i``; the task-space
+  Transformer's holds a KV cache of `max_target_length` positions, so a
+  host loop stops before ``time`` reaches it).
+- ``decode_step``: ``ids`` int32 `[B]` plus the state -> ``log_probs``
+  `[B, V]`, ``attention`` `[B, S]` and the state tensors the step changes,
+  for a host-run search (the TFLite and ONNX exports convert these two).
 
-- ``serving_default``: ``text`` string `[B]` -> ``translations`` string `[B]`,
-  ``scores`` float32 `[B]`, searched with the export's `SearchOptions`. When
-  those ask for an n-best list (`num_hypotheses = N > 1`) it also returns
-  ``nbest_translations`` string `[B, N]` and ``nbest_scores`` float32 `[B, N]`.
-- ``translate_with_options``: ``text`` string `[B]`, ``beam_size`` int32 scalar,
-  ``length_penalty`` float32 scalar (GNMT alpha), ``coverage_penalty`` float32
-  scalar (GNMT beta) -> ``translations``, ``scores`` as above. A beam size is a
-  buffer shape of the search, so only the sizes compiled in at export time
-  (`beam_sizes`, default 1, 2, 4 and the default beam) are accepted; the
-  others fail with `INVALID_ARGUMENT` naming them. Beam size 1 is greedy
-  search and ignores both penalties. Its scalar inputs have no batch
-  dimension, so the model server's own request batching (`--enable_batching`)
-  cannot merge its requests; `serving_default` batches fine.
-- ``encode``: ``source_ids`` int32 `[B, S]` (0-padded, each row ending in the
-  end token) -> the initial decoding state, one output per state tensor (for
-  GNMT: ``memory`` `[B, S, H]`, ``memory_keys`` `[B, S, A]`, ``memory_mask``
-  bool `[B, S]`, ``h_i``/``c_i`` `[B, H]` for each decoder layer `i`).
-- ``decode_step``: ``ids`` int32 `[B]` plus every state tensor of ``encode``
-  -> ``log_probs`` float32 `[B, V]`, ``attention`` float32 `[B, S]` and the
-  state tensors that the step changes (for GNMT the ``h_i``/``c_i``; the
-  attention memory is read-only and is not returned).
+A model's task inputs (`Seq2SeqModel.task_inputs`, e.g. ``src_lang``,
+``tgt_lang``, ``tags``) are extra string `[B]` inputs of all but
+``decode_step`` (see `TranslationModule`). Bad input (invalid UTF-8, a
+sentence over `max_source_length` subwords, an unknown task value) fails
+the request with INVALID_ARGUMENT; blank sentences translate to "" with
+score 0. ``assets.extra`` holds the model server's warm-up requests and
+``gnmt_tf_export.json`` (search options, signature names).
 
-Models with task inputs (`Seq2SeqModel.task_inputs`: the task-space
-Transformer's ``src_lang``, ``tgt_lang`` and ``tags``) get them as extra string
-`[B]` inputs of ``serving_default``, ``translate_with_options`` and ``encode``
-(see `TranslationModule`). The task-space ``encode`` state also holds the
-decoder's KV cache, zeros `[B, max_target_length, heads, head_dim]`: a host
-loop must stop before ``time`` reaches it.
-
-``encode`` and ``decode_step`` let a host run its own search loop (the TFLite
-export converts the same functions, with two sizes fixed: see
-`export.tflite`); the first two are what a server offers clients.
-
-Bad input fails the request with `INVALID_ARGUMENT`: invalid UTF-8, a
-sentence longer than `max_source_length` subwords, an unknown task value. Blank sentences give an
-empty translation with score 0, as in `Translator.translate`.
-
-The SavedModel also carries:
-
-- ``assets/spm.model``: the SentencePiece model (for host-side tokenisation);
-- ``assets.extra/tf_serving_warmup_requests``: a TFRecord of
-  `PredictionLog`s the model server replays before serving;
-- ``assets.extra/gnmt_tf_export.json``: search options and signature names.
-
-Loading it outside the model server needs the TF Text ops registered first::
+Loading it elsewhere needs the TF Text ops registered first::
 
     import tensorflow_text  # noqa: F401  (registers the SentencePiece ops)
     translate = tf.saved_model.load(export_dir).signatures["serving_default"]
-    translate(text=tf.constant(["a sentence"]))["translations"]
 """
 
 import dataclasses
@@ -225,7 +203,24 @@ def _index_table(keys):
         default_value=-1)
 
 
-class TranslationModule(tf.Module):
+class WeightsModule(tf.Module):
+    """A `tf.Module` over a Keras model that tracks only its weights
+    (`model_variables`): saving a tracked Keras model traces every layer's
+    call for Keras's own loading path, which nothing here uses, which
+    doubles export time and which fails for models never called."""
+
+    def __init__(self, model, name):
+        super().__init__(name=name)
+        self._untracked = types.SimpleNamespace(model=model)
+        self.model_variables = list(model.variables)
+
+    @property
+    def model(self):
+        """The model (not tracked: its variables are, as `model_variables`)."""
+        return self._untracked.model
+
+
+class TranslationModule(WeightsModule):
     """What the SavedModel holds: a model, its tokenizer and the signatures.
 
     The signatures take the model's task inputs (`model.task_inputs()`) as
@@ -248,12 +243,7 @@ class TranslationModule(tf.Module):
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
                  beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None):
-        super().__init__(name="translation")
-        # The SavedModel keeps the model's weights, not the Keras model: saving
-        # a tracked Keras model traces every layer's call for Keras's own
-        # loading path, which nothing here uses and which doubles export time.
-        self._untracked = types.SimpleNamespace(model=model)
-        self.model_variables = list(model.variables)
+        super().__init__(model, "translation")
         self.translator = Translator(model, subwords, max_source_length)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
@@ -277,11 +267,6 @@ class TranslationModule(tf.Module):
             model, encode_fn=self._encode,
             encode_specs=[tf.TensorSpec([None, None], tf.int32,
                                         name="source_ids"), *task_specs])
-
-    @property
-    def model(self):
-        """The model (not tracked: its variables are, as `model_variables`)."""
-        return self._untracked.model
 
     def signatures(self):
         """The `{name: concrete_function}` map to save."""
@@ -481,17 +466,6 @@ def warmup_requests(inputs, beam_size=None):
     return requests
 
 
-def write_warmup_requests(path, sentences, model_name, beam_size=None):
-    """Writes model-server warm-up requests for `sentences` to `path`.
-
-    One `PredictRequest` for `serving_default`, and, when `beam_size` is given,
-    one for `translate_with_options` with that beam size.
-    """
-    text = [s.encode("utf-8") for s in sentences]
-    write_prediction_logs(path, model_name,
-                          warmup_requests({"text": text}, beam_size))
-
-
 def usable_warmup_sentences(module, sentences):
     """The warm-up sentences `module` accepts, the over-long ones dropped
     with a note: one failing warm-up request makes the model server refuse
@@ -547,26 +521,20 @@ def save_module(module, export_dir, requests=(), metadata=None):
     return export_dir
 
 
-def module_metadata(module):
-    """The metadata entries every export shares (search settings, ids)."""
-    return {
-        "search_options": dataclasses.asdict(module.search_options),
-        "beam_sizes": list(module.beam_sizes),
-        "max_source_length": module.max_source_length,
-        "bos_id": module.translator.bos_id,
-        "eos_id": module.translator.eos_id,
-    }
+def directory_metadata(payload):
+    """What a model directory's `config.json` (`payload`) says besides the
+    model and training configs (a GNMT model's direction, a task-space
+    model's trained directions), and its model type: for an export's
+    metadata."""
+    return {**{k: v for k, v in payload.items() if k not in ("model", "train")},
+            "model_type": payload.get("model_type", "gnmt")}
 
 
 def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
                       max_source_length=None, warmup_task=None):
     """Exports a trained model directory (any model type) as a servable
-    SavedModel.
-
-    The SavedModel is written to a hidden temporary directory next to
-    `export_dir` and renamed into place, so a polling model server never sees
-    a half-written version.
+    SavedModel (written in full before it appears: see `save_module`).
 
     Example:
       >>> export_savedmodel("runs/en-de", "exports/en_de/1",
@@ -621,14 +589,14 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
             inputs[t.name] = [value.encode("utf-8")] * n
         requests = warmup_requests(inputs, beam_size=search_options.beam_size)
     metadata = {
-        # What the model directory says besides the weights' config: the
-        # direction of a GNMT model, the trained directions of a task-space
-        # one.
-        **{k: v for k, v in payload.items() if k not in ("model", "train")},
-        "model_type": payload.get("model_type", "gnmt"),
+        **directory_metadata(payload),
         "task_inputs": {t.name: list(t.values)
                         for t in module.translator.task_inputs},
         "max_target_length": model.max_target_length,
-        **module_metadata(module),
+        "search_options": dataclasses.asdict(search_options),
+        "beam_sizes": list(module.beam_sizes),
+        "max_source_length": module.max_source_length,
+        "bos_id": module.translator.bos_id,
+        "eos_id": module.translator.eos_id,
     }
     return save_module(module, export_dir, requests, metadata)

@@ -1,69 +1,46 @@
-"""TFLite export: `encode` and `decode_step` for a host-side search.
+"""TFLite export of any `Seq2SeqModel`: `encode` + `decode_step` for a
+host-side search (`gnmt_tf.tflite_translator.TFLiteTranslator`).
 
-A TFLite model cannot run the SentencePiece ops or a search with dynamic
-buffers efficiently, so on devices the search runs on the host
-(`gnmt_tf.tflite_translator.TFLiteTranslator`) and the model offers two
-signatures, the same as the SavedModel's, for any `Seq2SeqModel`:
+The SentencePiece ops and a search with dynamic buffers do not run well in
+TFLite, so the model offers the SavedModel's two step signatures
+(`export.savedmodel`), with the task inputs as ids and some sizes fixed
+(see `StepModule`) so that the converter needs builtin ops only (no Flex
+delegate). `model.json` next to the model tells the host the task inputs'
+names, the source prefix and the lengths.
 
-- ``encode``: ``source_ids`` int32 `[1, S]` (one sentence, ending in the end
-  token, after the model's source prefix if it has one) and the model's task
-  inputs as ids (``src_lang``, ``tgt_lang`` int32 `[1]`, ``tags`` int32
-  `[1, K]` multi-hot for the task-space Transformer; none for GNMT) -> the
-  initial decoding state (GNMT: ``memory`` `[1, S, H]`, ``memory_keys``
-  `[1, S, A]`, ``memory_mask`` bool `[1, S]`, ``h_i``, ``c_i`` `[1, H]`; the
-  Transformer: ``time``, ``source_mask``, its cross keys/values and a KV
-  cache of `T = max_target_length` positions);
-- ``decode_step``: ``ids`` int32 `[B]` + the state, its source-length
-  tensors padded to `[B, L, ...]` with `L = max_source_length` ->
-  ``log_probs`` `[B, V]`, ``attention`` `[B, L]` and the changed state.
-
-Those fixed sizes (batch 1 in `encode`, `L`, and `T` for a cache) let the
-converter use builtin ops only, so any LiteRT runtime runs the model without
-the Flex (Select TF ops) delegate; see `StepModule`. String lookups stay on
-the host (hash tables are not builtins): ``model.json`` next to the model
-describes the task inputs (`gnmt_tf.seq2seq_model.TaskInput`), the source
-prefix and the two lengths.
-
-Weight formats (`QUANTIZATIONS`):
-
-- ``float32``: as trained.
-- ``dynamic_range``: int8 weights, float activations (the converter's default
-  optimisation; about 4x smaller, no calibration data).
-- ``float16``: float16 weights, dequantized to float32 at load time.
-
-Quantization-aware training (tfmot) is in `export.qat`.
-
-- ``int8``: a QAT model's fake-quant ranges as int8 scales
-  (`export.tflite_int8`).
-
-`export_tflite(model_dir, out_dir)` writes `<out_dir>/model_<format>.tflite`,
-`<out_dir>/spm.model` and `<out_dir>/model.json`, everything
-`TFLiteTranslator` needs.
+Formats (`QUANTIZATIONS`): ``float32``; ``dynamic_range`` (int8 weights,
+float activations, no calibration data); ``float16`` weights; ``int8``
+weights and activations from a QAT model (`export.qat`), whose fake-quant
+ranges become the int8 scales (the converter's post-training full-integer
+calibration crashes on this two-signature model with TF 2.21). What runs
+int8 is listed in `export.gnmt_qat` and `export.transformer_qat`;
+`int8_report` lists a converted model's tensor types.
 """
 
 import json
 import pathlib
 import tempfile
-import types
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
+import numpy as np
 import tensorflow as tf
 
-from export import tflite_int8
-from export.savedmodel import make_step_functions, task_encode_function
+from export.savedmodel import (WeightsModule, directory_metadata,
+                               make_step_functions, task_encode_function)
+from export.tflite_tied_table import dedupe_buffers, share_tied_table
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.host_translator import METADATA_FILE
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 from gnmt_tf.io_utils import write_text_atomic
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16", "int8")
-SIGNATURE_KEYS = tflite_int8.SIGNATURE_KEYS
+SIGNATURE_KEYS = ("encode", "decode_step")
 DEFAULT_MAX_SOURCE_LENGTH = 128  # models without a length limit (GNMT)
 DEFAULT_MAX_TARGET_LENGTH = 128  # cache length, at most the model's limit
 
 
-class StepModule(tf.Module):
+class StepModule(WeightsModule):
     """A model with only its `encode` and `decode_step` functions.
 
     Fixed shapes, so that the converter needs only builtin ops: `encode`
@@ -85,21 +62,12 @@ class StepModule(tf.Module):
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None):
-        super().__init__(name="steps")
-        # Only the weights are tracked: saving a tracked Keras model traces
-        # every layer's call (slow, and it fails for models never called).
-        self._untracked = types.SimpleNamespace(model=model)
-        self.model_variables = list(model.variables)
+        super().__init__(model, "steps")
         encode, specs = task_encode_function(model, batch_size=1)
         self.encode, self.decode_step = make_step_functions(
             model, encode_batch_size=1, step_source_length=max_source_length,
             encode_fn=encode, encode_specs=specs,
             cache_length=max_target_length)
-
-    @property
-    def model(self):
-        """The model (not tracked: its variables are, as `model_variables`)."""
-        return self._untracked.model
 
     def signatures(self):
         return {"encode": self.encode, "decode_step": self.decode_step}
@@ -167,21 +135,25 @@ def convert(model, quantization="float32", max_source_length=None,
         model without fake quantization.
     """
     check_quantization(quantization)
+    table = None
+    if quantization == "int8":
+        from export.quantization import qat_layers  # tfmot: int8 only
+
+        if not qat_layers(model):
+            raise ValueError(
+                "int8 needs a quantization-aware model: a QAT model "
+                "directory (gnmt-tf export qat --model ... --out QAT_DIR)")
+        if share_table and getattr(model.config, "tie_embeddings", True):
+            table = model.embedding.embeddings.numpy()
     module = StepModule(model, *default_lengths(model, max_source_length,
                                                 max_target_length))
-    if quantization == "int8":
-        if not tflite_int8.is_qat_model(model):
-            raise ValueError(
-                "int8 conversion needs a quantization-aware model "
-                "(see export.qat.qat_finetune / gnmt-tf export qat)")
-        table = tflite_int8.tied_table(model) if share_table else None
-        return tflite_int8.convert_module_int8(module, table)
-    return convert_module(module, quantization)
+    return convert_module(module, quantization, table)
 
 
-def convert_module(module, quantization="float32"):
-    """Converts a `StepModule` to a TFLite flatbuffer (`bytes`) with its two
-    signatures, builtin ops only, weights in a float `quantization`."""
+def convert_module(module, quantization="float32", table=None):
+    """Converts a `StepModule` to TFLite `bytes` with its two signatures,
+    builtin ops only; for ``int8`` (a QAT model) a tied embedding `table`
+    (float `[vocabulary_size, hidden_dim]`) is stored once."""
     check_quantization(quantization)
     with tempfile.TemporaryDirectory(prefix="gnmt_tf_tflite_") as tmp:
         # Going through a SavedModel gives one flatbuffer with named
@@ -191,22 +163,45 @@ def convert_module(module, quantization="float32"):
             tmp, signature_keys=list(SIGNATURE_KEYS))
         converter.target_spec.supported_ops = [
             tf.lite.OpsSet.TFLITE_BUILTINS]
-        if quantization in ("dynamic_range", "float16"):
+        if quantization != "float32":
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantization == "float16":
             converter.target_spec.supported_types = [tf.float16]
-        return converter.convert()
+        if quantization == "int8":
+            # Per-tensor scales, as trained (per-channel would re-quantize
+            # the FullyConnected weights and store the tied table once more).
+            converter._experimental_disable_per_channel = True
+        flatbuffer = converter.convert()
+    if quantization != "int8":
+        return flatbuffer
+    if table is not None:
+        flatbuffer = share_tied_table(flatbuffer, table)
+    return dedupe_buffers(flatbuffer)
+
+
+def int8_report(model_path):
+    """Tensor types of a TFLite model, all subgraphs (signatures and loop
+    bodies): `{"int8": [tensor names], "float32": [...], ...}`. Weight
+    tensors carry their fake-quant op's name (`LastValueQuant`)."""
+    from gnmt_tf.tflite_translator import interpreter_class
+
+    interpreter = interpreter_class()(model_path=str(model_path))
+    count = interpreter.num_subgraphs()
+    report = {}
+    for index in range(count if isinstance(count, int) else count()):
+        for detail in interpreter.get_tensor_details(index):
+            dtype = np.dtype(detail["dtype"]).name
+            report.setdefault(dtype, []).append(detail["name"])
+    return report
 
 
 def export_metadata(model, payload, max_source_length, max_target_length):
     """The `model.json` dict a host translator reads: the task inputs, the
-    source prefix, a default task, the two lengths, and what the model
-    directory says besides the weights' config (a GNMT model's direction,
-    a task-space model's trained directions)."""
+    source prefix, a default task, the two lengths, and the model
+    directory's own entries (`directory_metadata`)."""
     prefix = model.source_prefix
     return {
-        **{k: v for k, v in payload.items() if k not in ("model", "train")},
-        "model_type": payload.get("model_type", "gnmt"),
+        **directory_metadata(payload),
         "task_inputs": [t.to_json() for t in model.task_inputs()],
         "source_prefix": None if prefix is None else {
             "input": prefix[0], "ids": list(prefix[1])},
@@ -255,10 +250,6 @@ def export_tflite(model_dir, out_dir, quantization="float32",
     check_quantization(quantization)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
     lengths = default_lengths(model, max_source_length, max_target_length)
-    if quantization == "int8" and not tflite_int8.is_qat_model(model):
-        raise ValueError(
-            f"{model_dir} is a float model: int8 needs a QAT model directory "
-            "(gnmt-tf export qat --model ... --out QAT_DIR)")
     flatbuffer = convert(model, quantization, *lengths)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,34 +1,19 @@
-"""One int8 copy of a tied embedding table in a converted TFLite model.
+"""Rewrites of an int8 TFLite flatbuffer that store constants once.
 
-GNMT ties the embedding table to the softmax projection, and QAT trains the
-table on one symmetric int8 grid (`export.quantization.weight_quantizer`:
-scale `max|w| / 127`, zero point 0). The TF 2.21 converter still writes the
-table three times: `encode`'s Gather table on the trained grid, and in
-`decode_step` a Gather table re-quantized asymmetrically from the data plus
-FullyConnected weights re-quantized per channel. For gnmt_small that is
-3 x 2 MB of a 10.7 MB file. No converter option shares them (per-channel can
-be disabled only for the other weights), so `share_tied_table` rewrites
-the flatbuffer: every copy points at the trained-grid buffer with its
-per-tensor scale, and the int32 biases that depend on the changed scales are
-re-scaled. Gather copies int8 bytes unchanged, so its output takes the
-table's scale too; the rewrite only touches Gathers whose output feeds
-FullyConnected or Quantize ops, which read their input scale at run time,
-and leaves the model unchanged otherwise.
-
-The result runs the table on exactly the grid QAT trained, where the
-converter's re-quantizations each added rounding error.
-
-Copies are recognised by their values, not by their shape alone: other
-weights can have the table's shape (a toy GNMT with a 64-piece vocabulary
-and 16 units has `[64, 16]` LSTM kernels too), so a tensor counts as a copy
-only if it dequantizes to the float table within two of its quantization
-steps.
+A model's tied embedding table is both its Gather table and its softmax
+FullyConnected weights, and QAT trains it on one symmetric int8 grid
+(`export.quantization.weight_quantizer`). The TF 2.21 converter still writes
+it three times (gnmt_small: 3 x 2 MB of 10.7 MB): `encode`'s Gather table on
+the trained grid, and in `decode_step` a Gather table re-quantized
+asymmetrically plus per-channel FullyConnected weights, each adding rounding
+error. No converter option shares them, so `share_tied_table` points every
+copy at the trained-grid buffer and re-scales the int32 biases that depend
+on the changed scales; `dedupe_buffers` shares any other identical constant.
 """
 
 import numpy as np
 
 INT8 = 9  # tflite TensorType.INT8
-INT32 = 2  # tflite TensorType.INT32
 
 
 def _op_names():
@@ -65,7 +50,9 @@ def _dequantized(model, tensor):
 
 
 def _is_table_copy(model, tensor, table):
-    """`tensor` is an int8 quantization of the float `table`."""
+    """`tensor` is an int8 quantization of the float `table`: it dequantizes
+    to it within two of its steps (not the shape alone: a toy GNMT's LSTM
+    kernels can have the table's shape)."""
     q = tensor.quantization
     if (tensor.type != INT8 or list(tensor.shape) != list(table.shape)
             or _constant_data(model, tensor) is None or q is None
@@ -156,7 +143,10 @@ def _builtin(model, op):
 
 def share_tied_table(flatbuffer, table):
     """Points every int8 copy of the tied table `[V, d]` at one buffer on
-    the trained per-tensor grid (see the module docstring).
+    the trained per-tensor grid (see the module docstring). Gather copies
+    int8 bytes unchanged, so its output takes the table's scale too; only
+    Gathers whose output feeds FullyConnected or Quantize ops (which read
+    their input scale at run time) are rewritten.
 
     Args:
         flatbuffer: a converted int8 TFLite model as `bytes`.
@@ -215,3 +205,27 @@ def int8_table_tensors(flatbuffer, table):
     return [(t.buffer, tuple(t.quantization.scale))
             for g in model.subgraphs for t in g.tensors
             if _is_table_copy(model, t, table)]
+
+
+def dedupe_buffers(flatbuffer):
+    """Makes tensors with byte-identical constant data share one buffer
+    (TFLite buffers are model-wide, so tensors of any subgraph may) and
+    drops the duplicates' data; same graphs and signatures.
+    """
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model_from_bytearray(bytearray(flatbuffer))
+    canonical = {}  # data -> first buffer index
+    remap = {}
+    for index, buffer in enumerate(model.buffers):
+        if buffer.data is None or len(buffer.data) == 0:
+            continue
+        key = bytes(buffer.data)
+        remap[index] = canonical.setdefault(key, index)
+    for subgraph in model.subgraphs:
+        for tensor in subgraph.tensors:
+            tensor.buffer = remap.get(tensor.buffer, tensor.buffer)
+    for index, target in remap.items():
+        if target != index:
+            model.buffers[index].data = None
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))

@@ -1,150 +1,203 @@
-"""Quantization-aware fine-tuning of a trained task-space Transformer.
+"""Quantization-aware task-space Transformer: `QATTaskSpaceTransformer`, its
+fake-quant layers, and its data for `export.qat.qat_finetune` (model type
+``task_space_transformer_qat``).
 
-`QATTaskSpaceTransformer` is a `TaskSpaceTranslationModel` built from the
-QAT layers of `export.transformer_quantization`, with the same constructor,
-config, call, `encode` / `initial_state` / `step` and variable names, so a
-float checkpoint restores into it (`copy_float_weights`) and
-`gnmt_tf.translator.Translator` decodes with it (fake quant in
-inference mode inside the in-graph search).
-
-`qat_finetune_transformer(model_dir, out_model_dir, data_dir, ...)` (also
-reached through `export.qat.qat_finetune` and `gnmt-tf export qat`)
-restores a float ``task_space_transformer`` directory into it, sets the
-weight ranges from the weights and the activation ranges from a few
-training batches, fine-tunes with `model.fit` through the project's trainer
-(checkpoints, resume, time budget) on the directions and scene tags the
-float model was trained on (its `config.json`), and writes a model
-directory of type ``task_space_transformer_qat``: `config.json` (the float
-model's `model` and `task_space` entries, the fine-tuning `train` config and
-a `qat` entry), `spm.model`, `checkpoints/`. `gnmt_tf.model_dir.load_model`,
-`Translator.from_model_dir` and the `gnmt-tf translate` /
-`task-space` commands open it like a float one.
+The float layers name their quantization points themselves
+(`task_space.layer_utils.QuantizationPoints`, identity hooks); the QAT
+layers put `export.quantization.FakeQuantMixin` first in their bases, so a
+QAT model's `call` and KV-cached `step` are the float code with fake quant
+applied. int8 (one scale per tensor): every projection, FFN and embedding
+kernel. Learned ranges: each projection output, the scaled queries, the
+scores, the attention context, every residual sum and LayerNorm output, the
+embeddings and the logits; [0, 1]: the attention probabilities. Float in
+TFLite: LayerNorm arithmetic, the positions and task vector added to the
+embeddings, the masked score value and the final log-softmax.
 """
-
-import dataclasses
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
+import tensorflow as tf
 import tf_keras as keras
 
-from export import qat
-from export import quantization
-from export import transformer_quantization as tq
-from gnmt_tf import model_dir as model_dir_lib
-from gnmt_tf.config import TrainConfig, from_dict
-from gnmt_tf.training.model_dir_guard import claim_model_dir
-from task_space import registry
+from export.quantization import (FakeQuantMixin, LayerQuantizeConfig,
+                                 QATDense, activation_quantizer,
+                                 fixed_quantizer, quantized_matmul)
+from task_space.cached_multi_head_attention import CachedMultiHeadAttention
+from task_space.shared_embedding import SharedEmbedding
 from task_space.task_space_translation_model import TaskSpaceTranslationModel
+from task_space.transformer_decoder_layer import TransformerDecoderLayer
+from task_space.transformer_encoder_layer import TransformerEncoderLayer
 
-MODEL_TYPE = registry.QAT_MODEL_TYPE
+
+def _matmul_equation(equation):
+    """`(batch, contracted, out)` letters of an `EinsumDense` equation of
+    the form `<batch><contracted>,<contracted><out>-><batch><out>`."""
+    inputs, output = equation.split("->")
+    source, kernel = inputs.split(",")
+    contracted = "".join(c for c in source if c in kernel)
+    batch = source[:len(source) - len(contracted)]
+    out = kernel[len(contracted):]
+    if (source != batch + contracted or kernel != contracted + out
+            or output != batch + out):
+        raise ValueError(f"QATEinsumDense needs an equation "
+                         f"'<batch><in>,<in><out>-><batch><out>', got "
+                         f"{equation!r}")
+    return batch, contracted, out
 
 
-class QATTaskSpaceTransformer(quantization.FakeQuantMixin,
-                              TaskSpaceTranslationModel):
-    """`TaskSpaceTranslationModel` with fake quantization.
+class QATEinsumDense(FakeQuantMixin, keras.layers.EinsumDense):
+    """`keras.layers.EinsumDense` with a fake-quantized kernel and output,
+    computed as one 2-D matmul (`export.quantization.quantized_matmul`).
 
-    Its shared embedding, encoder and decoder layers and final LayerNorms
-    are the QAT layers of `export.transformer_quantization`; the model
-    itself fake-quantizes the encoder and decoder input embeddings
-    (`TransformerInputQuantizeConfig`). Everything else, variable names
-    included, is `TaskSpaceTransformer`'s.
-
-    Args: as `TaskSpaceTransformer`.
-
-    Example:
-    ```python
-    model, subwords, payload = load_qat_from_float("runs/ts")
-    quantization.init_weight_ranges(model)
-    quantization.calibrate(model, batches)  # feature dicts
-    ```
+    With `symmetric_output` set before it is built, the output range is
+    symmetric (zero point 0): for the attention's keys and values, the
+    right-hand operands of its BatchMatMuls, which TFLite's int8 kernel gets
+    wrong with a nonzero zero point (TF 2.21: scores several steps off).
     """
 
-    embedding_class = tq.QATSharedEmbedding
-    encoder_layer_class = tq.QATTransformerEncoderLayer
-    decoder_layer_class = tq.QATTransformerDecoderLayer
-    layer_norm_class = tq.QATLayerNormalization
+    symmetric_output = False
+
+    def build(self, input_shape):
+        _, contracted, _ = _matmul_equation(self.equation)
+        self._num_contracted = len(contracted)
+        super().build(input_shape)
+        if self.bias is not None and self.bias.shape != self.kernel.shape[
+                self._num_contracted:]:
+            # The task-space layers' biases cover every output axis.
+            raise ValueError("QATEinsumDense needs a bias over all output "
+                             f"axes, got bias_axes {self.bias_axes!r}")
+        self._build_quantizers(LayerQuantizeConfig(
+            ["kernel"], output=activation_quantizer(self.symmetric_output)))
+
+    def call(self, inputs, training=None):
+        return quantized_matmul(self, inputs, self._num_contracted, training)
+
+
+class QATLayerNormalization(FakeQuantMixin, keras.layers.LayerNormalization):
+    """`keras.layers.LayerNormalization` with a fake-quantized output (a
+    learned range); its arithmetic and `gamma` / `beta` stay float."""
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_quantizers(LayerQuantizeConfig(
+            output=activation_quantizer()))
+
+    def call(self, inputs, training=None):
+        return self.fake_quant("output", super().call(inputs), training)
+
+
+class QATCachedMultiHeadAttention(FakeQuantMixin, CachedMultiHeadAttention):
+    """`CachedMultiHeadAttention` with `QATEinsumDense` projections and
+    fake-quantized scaled queries, scores, probabilities [0, 1] and context,
+    in `call` and in `project_query` / `project_key_value` / `attend`."""
+
+    einsum_dense_class = QATEinsumDense
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for dense in (self._key_dense, self._value_dense):
+            dense.symmetric_output = True  # BatchMatMul right-hand operands
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_quantizers(LayerQuantizeConfig(
+            query=activation_quantizer(), scores=activation_quantizer(),
+            probabilities=fixed_quantizer(0.0, 1.0),
+            context=activation_quantizer()))
+
+    def attend(self, query, key, value, mask=None, training=False):
+        # Keys and values may come from a decoding cache, a float input of a
+        # converted step graph: quantizing them again on their projection's
+        # grid (exact for values already on it) gives the converter their
+        # scale, so the attention BatchMatMuls run int8.
+        key = self._key_dense.fake_quant("output", key, False, observe=False)
+        value = self._value_dense.fake_quant("output", value, False,
+                                             observe=False)
+        return super().attend(query, key, value, mask, training)
+
+
+class QATTransformerEncoderLayer(FakeQuantMixin, TransformerEncoderLayer):
+    """`TransformerEncoderLayer` of QAT sublayers with a fake-quantized
+    residual sum after each block (``<block>_residual``)."""
+
+    attention_class = QATCachedMultiHeadAttention
+    dense_class = QATDense
+    layer_norm_class = QATLayerNormalization
+    residual_blocks = ("self_attention", "ffn")
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._build_quantizers(LayerQuantizeConfig(**{
+            f"{block}_residual": activation_quantizer()
+            for block in self.residual_blocks}))
+
+
+class QATTransformerDecoderLayer(QATTransformerEncoderLayer,
+                                 TransformerDecoderLayer):
+    """`TransformerDecoderLayer` as `QATTransformerEncoderLayer`, plus the
+    cross-attention block; `step` applies the same fake quant as `call`."""
+
+    residual_blocks = ("self_attention", "cross_attention", "ffn")
+
+
+class QATSharedEmbedding(FakeQuantMixin, SharedEmbedding):
+    """`SharedEmbedding` whose lookup and tied projection both use the
+    fake-quantized table, with fake-quantized scaled lookups and logits
+    (learned ranges); float32 only."""
+
+    def build(self, input_shape=None):
+        super().build(input_shape)
+        self._build_quantizers(LayerQuantizeConfig(
+            ["embeddings"], lookup=activation_quantizer(),
+            logits=activation_quantizer()))
+
+    def call(self, ids):
+        table = self.quantized_weight("embeddings", self.embeddings)
+        # The rows again on the table's grid (exact; inference mode, so the
+        # table's range is not updated from them): TFLite then gathers
+        # from the int8 table instead of from a float copy of it.
+        rows = self.quantized_weight("embeddings", tf.gather(table, ids),
+                                     training=False)
+        return self.fake_quant("lookup", rows * self.hidden_dim ** 0.5)
+
+
+class QATTaskSpaceTransformer(FakeQuantMixin, TaskSpaceTranslationModel):
+    """`TaskSpaceTranslationModel` of the QAT layers above that also
+    fake-quantizes the encoder and decoder input embeddings; everything
+    else, variable names included, is the float model's.
+
+    Args: as `TaskSpaceTransformer`.
+    """
+
+    embedding_class = QATSharedEmbedding
+    encoder_layer_class = QATTransformerEncoderLayer
+    decoder_layer_class = QATTransformerDecoderLayer
+    layer_norm_class = QATLayerNormalization
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self._build_quantizers(tq.TransformerInputQuantizeConfig())
+        self._build_quantizers(LayerQuantizeConfig(
+            encoder_input=activation_quantizer(),
+            decoder_input=activation_quantizer()))
 
 
-def load_qat_from_float(model_dir):
-    """A `QATTaskSpaceTransformer` with a float task-space model
-    directory's weights (ranges unset).
-
-    Returns:
-      `(model, subwords, payload)` as `gnmt_tf.model_dir.load_model`.
-
-    Raises:
-      ValueError: not a float task-space model directory.
-    """
-    from task_space.training import read_task_space_config
-
-    config, _ = read_task_space_config(model_dir, (registry.MODEL_TYPE,))
-    float_model, subwords, payload = model_dir_lib.load_model(model_dir)
-    model = QATTaskSpaceTransformer(config)
-    qat.copy_float_weights(float_model, model)
-    return model, subwords, payload
-
-
-def training_dataset(subwords, data_dir, config, options, train_config,
-                     split="train"):
-    """The mixed-direction batches `task_space.training` trained on.
-
-    Args:
-      subwords: the model's `Subwords`.
-      data_dir: the Multi30k directory.
-      config: `TransformerConfig`.
-      options: `task_space.training.TaskSpaceOptions` of the float run
-        (directions, tags, target-language token, line limit).
-      train_config: `TrainConfig` (batch size, length limit, shuffling).
-    """
+def finetune_data(model, subwords, payload, data_dir, train_config):
+    """`(train_config, dataset)` of a ``task_space_transformer_qat``
+    fine-tuning run (`export.qat.qat_finetune`): the mixed-direction batches
+    of the directions, scene tags and target-language token the float
+    model was trained on (`payload`, its `config.json`)."""
     from task_space import data as data_lib
+    from task_space.training import TaskSpaceOptions
 
+    config = model.config
+    options = TaskSpaceOptions(**payload.get("task_space", {}))
     examples = data_lib.load_multi30k(
-        data_dir, split,
+        data_dir, "train",
         data_lib.parse_directions(options.directions, config.languages),
         data_lib.parse_tags(options.tags), options.max_lines,
         config.languages)
     encoded = data_lib.encode_examples(
         examples, subwords, config, options.target_language_token)
-    return data_lib.make_task_dataset(
+    return train_config, data_lib.make_task_dataset(
         encoded, train_config.max_tokens, train_config.max_length,
         shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed)
-
-
-def qat_finetune_transformer(model_dir, out_model_dir, data_dir, steps=1000,
-                             minutes=None, learning_rate=None,
-                             calibration_batches=20, log_every=100):
-    """Fine-tunes a float task-space Transformer with fake quantization.
-
-    Args: as `export.qat.qat_finetune`; `model_dir` is a float
-    ``task_space_transformer`` directory, whose saved task options
-    (directions, scene tags, target-language token) select the data.
-
-    Returns:
-      `gnmt_tf.training.trainer.TrainResult`.
-
-    Raises:
-      ValueError: not a float task-space model directory.
-    """
-    from task_space.training import read_task_space_config
-
-    _, options = read_task_space_config(model_dir, (registry.MODEL_TYPE,))
-    model, subwords, payload = load_qat_from_float(model_dir)
-    train_config = qat.finetune_train_config(
-        from_dict(TrainConfig, payload["train"]), steps, minutes,
-        learning_rate)
-    with claim_model_dir(out_model_dir):
-        out = qat.prepare_out_dir(model_dir, out_model_dir)
-        model_dir_lib.write_config(
-            out, MODEL_TYPE, model.config, train_config,
-            {"task_space": dataclasses.asdict(options),
-             "qat": {"float_model_dir": str(model_dir),
-                     "steps": int(steps)}})
-        keras.utils.set_random_seed(train_config.seed)  # before the shuffle
-        dataset = training_dataset(subwords, data_dir, model.config, options,
-                                   train_config)
-        return qat.finetune(model, train_config, dataset, out,
-                            calibration_batches, log_every)

@@ -41,8 +41,10 @@ class ModelType:
         `--help`).
       quantized_from: for a quantization-aware variant, the float type it
         is made from (`gnmt-tf export qat`).
-      finetune: for such a variant, ``"module:function"`` that makes one
-        from a float model directory, called as `export.qat.qat_finetune`.
+      finetune_data: for such a variant, ``"module:function"`` giving its
+        fine-tuning data: `function(model, subwords, payload, data_dir,
+        train_config)` -> `(train_config, dataset)`, with `payload` the float
+        directory's `config.json` (called by `export.qat.qat_finetune`).
     """
 
     model_class: str
@@ -51,7 +53,7 @@ class ModelType:
     train: Optional[str] = None
     train_arguments: Optional[str] = None
     quantized_from: Optional[str] = None
-    finetune: Optional[str] = None
+    finetune_data: Optional[str] = None
 
 
 def load_object(path):

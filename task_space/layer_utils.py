@@ -34,7 +34,7 @@ class QuantizationPoints:
     The float layers route each weight that feeds an int8 kernel through
     `quantized_weight` and each activation that needs an int8 range through
     `fake_quant`; both are the identity here. The quantization-aware
-    variants (`export.transformer_quantization`) put
+    variants (`export.transformer_qat`) put
     `export.quantization.FakeQuantMixin` first in their bases, which
     overrides both, so the float and the QAT model share one `call` and one
     incremental `step`.

@@ -9,12 +9,13 @@ import pytest
 def qat_model(tiny_model_dir, toy_data_dir):
     """The tiny float model restored into a `QATGNMT`, ranges calibrated."""
     from export import quantization
-    from export.qat import load_qat_from_float, training_dataset
+    from export.gnmt_qat import finetune_data
+    from export.qat import load_qat_from_float
     from gnmt_tf.config import TrainConfig
 
     model, subwords, payload = load_qat_from_float(tiny_model_dir)
     quantization.init_weight_ranges(model)
-    dataset = training_dataset(subwords, toy_data_dir, "en", "de",
+    _, dataset = finetune_data(model, subwords, payload, toy_data_dir,
                                TrainConfig(max_tokens=256, max_length=32,
                                            shuffle_buffer=64))
     quantization.calibrate(model, (x for x, _ in dataset.take(5)))
@@ -35,38 +36,40 @@ def int8_model(tmp_path_factory, qat_model, tiny_model_dir):
     return model_path, out / "spm.model"
 
 
-def test_quantize_configs():
+def test_quantizers():
     import tensorflow as tf
     import tensorflow_model_optimization as tfmot
 
-    from export import quantization as q
+    from export import gnmt_qat
 
     quantizers = tfmot.quantization.keras.quantizers
-    lstm = q.LSTMQuantizeConfig()
-    assert isinstance(lstm, tfmot.quantization.keras.QuantizeConfig)
-    assert set(lstm.weight_quantizers()) == {"kernel", "recurrent_kernel"}
-    for quantizer in lstm.weight_quantizers().values():
-        assert isinstance(quantizer, quantizers.LastValueQuantizer)
-        assert quantizer.get_config()["symmetric"]
-        assert quantizer.get_config()["num_bits"] == 8
-    points = lstm.activation_quantizers()
-    assert set(points) == {"input", "projected", "recurrent", "output"}
+    lstm = gnmt_qat.QATLSTM(4)
+    lstm.build((None, None, 3))
+    points = lstm.quantizers()
+    assert set(points) == {"kernel", "recurrent_kernel", "input", "projected",
+                           "recurrent", "output"}
+    for name in ("kernel", "recurrent_kernel"):
+        assert isinstance(points[name], quantizers.LastValueQuantizer)
+        assert points[name].get_config()["symmetric"]
+        assert points[name].get_config()["num_bits"] == 8
     assert isinstance(points["output"], quantizers.FixedQuantizer)
     assert isinstance(points["input"], quantizers.MovingAverageQuantizer)
 
-    delta = tf.Variable(1.5)
-    cell = q.LSTMQuantizeConfig(delta).activation_quantizers()["cell"]
-    assert isinstance(cell, q.ClipRangeQuantizer)
+    clipped = gnmt_qat.QATLSTM(4, tf.Variable(1.5))
+    clipped.build((None, None, 3))
+    cell = clipped.quantizers()["cell"]
+    assert isinstance(cell, gnmt_qat.ClipRangeQuantizer)
     out = cell(tf.constant([-3.0, 0.3, 3.0]), False, {})
     assert out.numpy()[[0, 2]] == pytest.approx([-1.5, 1.5])
 
-    logits = q.OutputQuantizeConfig(25.0).activation_quantizers()["logits"]
+    logits = gnmt_qat.OutputQuantizers(25.0).quantizers()["logits"]
     assert logits.get_config() == {"clip": 25.0}
-    assert isinstance(q.OutputQuantizeConfig().activation_quantizers()[
-        "logits"], quantizers.MovingAverageQuantizer)
-    assert set(q.EmbeddingQuantizeConfig().weight_quantizers()) == {
-        "embeddings"}
-    assert set(q.AttentionQuantizeConfig().activation_quantizers()) == {
+    assert isinstance(gnmt_qat.OutputQuantizers().quantizers()["logits"],
+                      quantizers.MovingAverageQuantizer)
+    embedding = gnmt_qat.QATEmbedding(8, 4)
+    embedding.build((None,))
+    assert set(embedding.quantizers()) == {"embeddings"}
+    assert set(gnmt_qat.QATAdditiveAttention(4).quantizers()) == {
         "memory", "hidden", "probabilities"}
 
 
@@ -119,7 +122,7 @@ def test_qat_outputs_close_to_float(qat_model, translator, toy_data_dir,
 
 
 def test_int8_weights(int8_model):
-    from export.tflite_int8 import int8_report
+    from export.tflite import int8_report
 
     report = int8_report(int8_model[0])
     weights = [n for n in report["int8"]
@@ -129,7 +132,7 @@ def test_int8_weights(int8_model):
     assert len(weights) >= 2 * 7 + 3 + 1
     # A weight seen as float32 is a Dequantize output of its int8 copy, or
     # the attention's memory projection in `encode` (a known float op, see
-    # export.tflite_int8).
+    # export.gnmt_qat).
     float_weights = {n for n in report.get("float32", [])
                      if "LastValueQuant" in n and not n.startswith("memory/")}
     assert float_weights <= set(report["int8"])

@@ -1,5 +1,5 @@
 """Quantization-aware training of the task-space Transformer
-(`export.transformer_quantization`, `export.transformer_qat`)."""
+(`export.transformer_qat`)."""
 
 import numpy as np
 import pytest
@@ -15,18 +15,18 @@ def float_model(ts_model_dir):
 
 
 @pytest.fixture(scope="module")
-def batches(ts_model_dir, multiway_dir):
+def batches(ts_model_dir, multiway_dir, float_model):
     """Five training batches of the directions the model was trained on."""
-    from export.transformer_qat import training_dataset
+    from export.transformer_qat import finetune_data
     from gnmt_tf.config import TrainConfig
+    from gnmt_tf.model_dir import read_config
     from gnmt_tf.text.subword import Subwords
-    from task_space.training import read_task_space_config
     import tf_keras as keras
 
-    config, options = read_task_space_config(ts_model_dir)
     subwords = Subwords(ts_model_dir / "spm.model")
     keras.utils.set_random_seed(0)  # the shuffle mixes in the global seed
-    dataset = training_dataset(subwords, multiway_dir, config, options,
+    _, dataset = finetune_data(float_model, subwords, read_config(ts_model_dir),
+                               multiway_dir,
                                TrainConfig(max_tokens=256, max_length=16,
                                            shuffle_buffer=64))
     return [features for features, _ in dataset.take(5)]
@@ -36,7 +36,7 @@ def batches(ts_model_dir, multiway_dir):
 def qat_model(ts_model_dir, batches):
     """The float model restored into a QAT model, ranges calibrated."""
     from export import quantization
-    from export.transformer_qat import load_qat_from_float
+    from export.qat import load_qat_from_float
 
     model, _, _ = load_qat_from_float(ts_model_dir)
     quantization.init_weight_ranges(model)
@@ -44,26 +44,24 @@ def qat_model(ts_model_dir, batches):
     return model
 
 
-def test_quantize_configs():
+def test_quantizers(qat_model):
     import tensorflow_model_optimization as tfmot
 
-    from export import transformer_quantization as tq
+    from export import transformer_qat
 
     quantizers = tfmot.quantization.keras.quantizers
-    attention = tq.MultiHeadAttentionQuantizeConfig().activation_quantizers()
+    layer = qat_model.decoder_layers[0]
+    attention = layer._attention.quantizers()
     assert set(attention) == {"query", "scores", "probabilities", "context"}
     assert isinstance(attention["probabilities"], quantizers.FixedQuantizer)
     assert isinstance(attention["scores"], quantizers.MovingAverageQuantizer)
-    decoder = tq.TransformerBlockQuantizeConfig(
-        tq.QATTransformerDecoderLayer.residual_blocks)
-    assert set(decoder.activation_quantizers()) == {
+    assert set(layer.quantizers()) == {
         "self_attention_residual", "cross_attention_residual", "ffn_residual"}
-    embedding = tq.SharedEmbeddingQuantizeConfig()
-    assert set(embedding.weight_quantizers()) == {"embeddings"}
-    assert embedding.weight_quantizers()["embeddings"].get_config()[
-        "symmetric"]
+    embedding = qat_model.embedding.quantizers()
+    assert set(embedding) == {"embeddings", "lookup", "logits"}
+    assert embedding["embeddings"].get_config()["symmetric"]
     with pytest.raises(ValueError, match="equation"):
-        tq._matmul_equation("btd,hdk->bthk")
+        transformer_qat._matmul_equation("btd,hdk->bthk")
 
 
 def test_key_value_ranges_symmetric(qat_model):
