@@ -62,6 +62,7 @@ class TFLiteTranslator:
     """Translates raw sentences with a TFLite `encode` + `decode_step` model.
 
     Example:
+      >>> translator = TFLiteTranslator.from_export_dir("out")
       >>> translator = TFLiteTranslator("out/model_float32.tflite")
       >>> translator.translate(["A dog runs."], beam_size=4)
       >>> task_space = TFLiteTranslator("ts/model_float32.tflite")
@@ -141,6 +142,27 @@ class TFLiteTranslator:
         # by the exporter, which knows both).
         self.max_output_length = metadata.get("max_output_length")
         self._warm_up()
+
+    @classmethod
+    def from_export_dir(cls, path, **kwargs):
+        """Opens an `export_tflite` output folder (its one `.tflite`, with
+        `spm.model` and `model.json` beside it), or a `.tflite` file.
+
+        Raises:
+          FileNotFoundError: no `.tflite` file in the folder.
+          ValueError: several; pass the one to use.
+        """
+        path = pathlib.Path(path)
+        if path.is_dir():
+            models = sorted(path.glob("*.tflite"))
+            if not models:
+                raise FileNotFoundError(f"no .tflite file in {path}")
+            if len(models) > 1:
+                raise ValueError(
+                    f"{path} holds {len(models)} .tflite files "
+                    f"({', '.join(m.name for m in models)}); pass one")
+            path = models[0]
+        return cls(path, **kwargs)
 
     def _warm_up(self):
         """Runs `encode` and one `decode_step` on a one-token source.
