@@ -37,6 +37,12 @@ INSTALL_REQUIRES = [
     "grpcio-health-checking>=1.60,<2",
     "protobuf>=6.31.1,<8",  # the range TensorFlow 2.21 accepts
     "filelock>=3.12,<5",  # one training run per model dir (model_dir_guard)
+    # Watching training and translation: TensorBoard summaries (tf.summary
+    # needs tensorboard, which TensorFlow 2.21 no longer installs; it
+    # follows TensorFlow's minor version), progress bars, --config files.
+    "tensorboard>=2.21.0,<2.22",
+    "tqdm>=4.66,<5",
+    "pyyaml>=6.0,<7",
 ]
 
 setup(
@@ -53,12 +59,15 @@ setup(
     package_data={"export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*"]},
     install_requires=INSTALL_REQUIRES,
-    # ai-edge-litert runs the TFLite exports; ctranslate2 is the decoding-speed
-    # reference of the task-space benchmark and its converter test;
-    # matplotlib draws the benchmark plots; tf2onnx + onnxruntime make and
-    # check `gnmt-tf export onnx`; hypothesis drives the property tests.
-    extras_require={"dev": ["pytest>=7", "ai-edge-litert==2.3.0",
-                            "ctranslate2==4.8.5", "matplotlib>=3.8",
+    # `plot`: matplotlib, for `gnmt-tf plot` and `translate
+    # --plot-attention`. `dev`: ai-edge-litert runs the TFLite exports;
+    # ctranslate2 is the decoding-speed reference of the task-space benchmark
+    # and its converter test; matplotlib draws the plots (the benchmarks'
+    # too); tf2onnx + onnxruntime make and check `gnmt-tf export onnx`;
+    # hypothesis drives the property tests.
+    extras_require={"plot": ["matplotlib>=3.8,<4"],
+                    "dev": ["pytest>=7", "ai-edge-litert==2.3.0",
+                            "ctranslate2==4.8.5", "matplotlib>=3.8,<4",
                             "tf2onnx==1.17.0", "onnxruntime==1.32.0",
                             "hypothesis==6.170.15", "import-linter==2.17"]},
     entry_points={

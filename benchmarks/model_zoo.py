@@ -94,12 +94,13 @@ def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
              limit=None, log=sys.stderr):
     """Scores one model on every split and direction it has."""
     from gnmt_tf.data import corpus
+    from gnmt_tf.progress import progress
     from gnmt_tf.translator import Translator
 
     translator = Translator.from_model_dir(model_dir)
     model = translator.model
     result = {"sacrebleu": {}, "chrf": {}, "signatures": {}, "wmt22": {}}
-    for src, tgt in model_directions(model):
+    for src, tgt in progress(model_directions(model), desc="directions"):
         direction, task = f"{src}-{tgt}", task_arguments(model, src, tgt)
         for split in SPLITS:
             try:

@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import serving_load  # noqa: E402
 
+from gnmt_tf.progress import progress  # noqa: E402
 from serving.batching_config import BatchingParameters  # noqa: E402
 
 
@@ -72,7 +73,7 @@ def main(argv=None):
             server.wait_ready(args.model_name, 300)
             rss = [serving_load.rss_mb(server.process.pid)]
             requests = errors = 0
-            for round_ in range(args.runs):
+            for round_ in progress(range(args.runs), desc="rounds"):
                 sent, failed, _ = serving_load.load(
                     server.target, args.model_name, args.clients,
                     args.seconds, 1, task)

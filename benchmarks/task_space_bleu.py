@@ -46,6 +46,7 @@ import sys
 import time
 
 import gnmt_tf  # noqa: F401
+from gnmt_tf.progress import progress
 
 HERE = pathlib.Path(__file__).resolve().parent
 ZERO_SHOT = ("fr-cs", "cs-fr")
@@ -142,7 +143,8 @@ def evaluate(args, name):
                             length_penalty=args.alpha)
     scores, seconds, tokens = {}, 0.0, 0
     for split in TEST_SPLITS:
-        for src, tgt in data_lib.parse_directions(RUNS[name][2]):
+        for src, tgt in progress(data_lib.parse_directions(RUNS[name][2]),
+                                 desc=f"{name} {split}"):
             try:
                 examples = data_lib.load_multi30k(
                     args.data_dir, split, [(src, tgt)],

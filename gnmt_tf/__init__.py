@@ -3,9 +3,19 @@
 Importing this package is cheap: it never imports TensorFlow itself. It only makes
 sure that `tf.keras` resolves to Keras 2 (`tf_keras`), which
 tensorflow-model-optimization requires, by setting `TF_USE_LEGACY_KERAS=1` before
-any submodule imports TensorFlow.
+any submodule imports TensorFlow. The public names below are loaded on first
+use (PEP 562), so TensorFlow is imported only when one of them is.
+
+Example:
+```python
+from gnmt_tf import Translator
+
+translator = Translator.from_model_dir("runs/en_de")
+translator.translate(["A dog runs in the park."])
+```
 """
 
+import importlib
 import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -13,3 +23,25 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 __version__ = "0.1.0"
+
+# Public name -> the module that defines it.
+_LAZY_NAMES = {
+    "load_model": "gnmt_tf.model_dir",
+    "Translator": "gnmt_tf.translator",
+    "SearchOptions": "gnmt_tf.translator",
+    "TFLiteTranslator": "gnmt_tf.tflite_translator",
+}
+
+__all__ = ["__version__", *_LAZY_NAMES]
+
+
+def __getattr__(name):
+    if name not in _LAZY_NAMES:
+        raise AttributeError(f"module 'gnmt_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY_NAMES[name]), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_NAMES))

@@ -94,6 +94,10 @@ class TrainConfig:
         used when the model has `clip_cell`.
       shuffle_buffer: int. Sentence pairs in the shuffle buffer.
       seed: int. Random seed for shuffling and initialisation.
+      bleu_every: int. Score BLEU of greedy translations of a validation
+        sample every N steps (TensorBoard, `metrics.csv`); 0 = never.
+      bleu_lines: int. Validation sentences in that sample (per direction
+        for a multi-direction model).
     """
 
     max_tokens: int = 2048
@@ -111,14 +115,16 @@ class TrainConfig:
     delta_anneal_steps: int = 10000
     shuffle_buffer: int = 30000
     seed: int = 1234
+    bleu_every: int = 0
+    bleu_lines: int = 100
 
     def __post_init__(self):
         for name in ("max_tokens", "max_length", "train_steps",
                      "checkpoint_every", "keep_checkpoints", "shuffle_buffer",
-                     "delta_anneal_steps"):
+                     "delta_anneal_steps", "bleu_lines"):
             check_number(name, getattr(self, name), integer=True, minimum=1)
-        check_number("warmup_steps", self.warmup_steps, integer=True,
-                     minimum=0)
+        for name in ("warmup_steps", "bleu_every"):
+            check_number(name, getattr(self, name), integer=True, minimum=0)
         check_number("seed", self.seed, integer=True, minimum=0)
         for name in ("learning_rate", "clip_norm", "delta_start",
                      "delta_end"):

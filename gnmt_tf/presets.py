@@ -13,13 +13,15 @@ PRESETS = {
         GNMTConfig(vocabulary_size=32000, num_encoder_layers=8,
                    num_decoder_layers=8, hidden_dim=1024, attention_dim=1024,
                    dropout=0.2, logit_clip=25.0, clip_cell=True),
-        TrainConfig(max_tokens=8192, learning_rate=1e-3, warmup_steps=2000),
+        TrainConfig(max_tokens=8192, learning_rate=1e-3, warmup_steps=2000,
+                    bleu_every=500),
     ),
     "gnmt_small": (
         GNMTConfig(vocabulary_size=8000, num_encoder_layers=3,
                    num_decoder_layers=3, hidden_dim=256, attention_dim=256,
                    dropout=0.2),
-        TrainConfig(max_tokens=2048, learning_rate=2e-3, warmup_steps=400),
+        TrainConfig(max_tokens=2048, learning_rate=2e-3, warmup_steps=400,
+                    bleu_every=500),
     ),
     "gnmt_tiny": (
         GNMTConfig(vocabulary_size=64, num_encoder_layers=3,

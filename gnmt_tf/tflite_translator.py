@@ -7,6 +7,8 @@ file `export.tflite.export_tflite` writes (its ``spm.model`` and
 (`gnmt_tf.host_search`); no TensorFlow is imported unless LiteRT is missing.
 """
 
+import pathlib
+
 from gnmt_tf.host_translator import HostTranslator, Hypothesis
 from gnmt_tf.tflite_runtime import TFLiteRuntime, interpreter_class
 
@@ -48,3 +50,24 @@ class TFLiteTranslator(HostTranslator):
     @property
     def interpreter(self):
         return self.runtime.interpreter
+
+    @classmethod
+    def from_export_dir(cls, path, **kwargs):
+        """Opens an `export_tflite` output folder (its one `.tflite`, with
+        `spm.model` and `model.json` beside it), or a `.tflite` file.
+
+        Raises:
+          FileNotFoundError: no `.tflite` file in the folder.
+          ValueError: several; pass the one to use.
+        """
+        path = pathlib.Path(path)
+        if path.is_dir():
+            models = sorted(path.glob("*.tflite"))
+            if not models:
+                raise FileNotFoundError(f"no .tflite file in {path}")
+            if len(models) > 1:
+                raise ValueError(
+                    f"{path} holds {len(models)} .tflite files "
+                    f"({', '.join(m.name for m in models)}); pass one")
+            path = models[0]
+        return cls(path, **kwargs)

@@ -18,6 +18,8 @@ Example:
     with TranslationClient("127.0.0.1:8500", "gnmt") as client:
         client.translate(["Hello world.", "How are you?"])
         client.translate_document("First sentence. Second one.\\nNew paragraph.")
+    with TranslationClient("127.0.0.1:8500", "ts") as client:  # task-space
+        client.translate(["A dog runs."], src_lang="en", tgt_lang="fr")
 
 Requests are batched on the client as in Ctrip's MT platform (see
 `serving.request_batching`); failed requests are retried with exponential
@@ -139,11 +141,8 @@ class TranslationClient:
             raise ValueError("need timeout > 0, max_retries >= 0, "
                              "max_in_flight >= 1")
         request_batching.length_in(batch_unit)  # validates the unit
-        self.task_inputs = dict(task_inputs or {})
-        for key, value in self.task_inputs.items():
-            if key == input_key or not isinstance(value, str):
-                raise ValueError(f"task input {key!r} must be a str input "
-                                 f"other than {input_key!r}; got {value!r}")
+        self.input_key = input_key
+        self.task_inputs = self._check_task_inputs(task_inputs)
         self.search_options = _check_search_options(search_options)
         self.target = target
         self.model_name = model_name
@@ -152,7 +151,6 @@ class TranslationClient:
         self.version = version
         self.timeout = timeout
         self.max_retries = max_retries
-        self.input_key = input_key
         self.output_key = output_key
         self.score_key = score_key
         self.max_batch_sentences = max_batch_sentences
@@ -182,6 +180,20 @@ class TranslationClient:
     def __exit__(self, *exc):
         self.close()
 
+    def _check_task_inputs(self, task_inputs) -> dict:
+        """`{key: str}`: lists (multi-valued tags) joined with commas;
+        ValueError for the text input's key or a non-string value."""
+        checked = {}
+        for key, value in (task_inputs or {}).items():
+            if isinstance(value, (list, tuple)):
+                value = ",".join(value)
+            if key == self.input_key or not isinstance(value, str):
+                raise ValueError(f"task input {key!r} must be a str input "
+                                 f"other than {self.input_key!r}; got "
+                                 f"{value!r}")
+            checked[key] = value
+        return checked
+
     def _model_spec(self, spec):
         spec.name = self.model_name
         spec.signature_name = self.signature
@@ -205,8 +217,10 @@ class TranslationClient:
 
     # --- single request -------------------------------------------------
 
-    def predict(self, sentences: Sequence[str]):
-        """One `Predict` request with `sentences` as-is (no batching).
+    def predict(self, sentences: Sequence[str],
+                task_inputs: Optional[Mapping[str, str]] = None):
+        """One `Predict` request with `sentences` as-is (no batching), with
+        `task_inputs` (checked; default: the client's).
 
         Returns:
           (translations, scores or None, model_version)
@@ -218,7 +232,9 @@ class TranslationClient:
         self._model_spec(request.model_spec)
         request.inputs[self.input_key].CopyFrom(
             tensor_codec.string_tensor(list(sentences)))
-        for key, value in self.task_inputs.items():
+        if task_inputs is None:
+            task_inputs = self.task_inputs
+        for key, value in task_inputs.items():
             request.inputs[key].CopyFrom(
                 tensor_codec.string_tensor([value] * len(sentences)))
         for key, value in self.search_options.items():
@@ -241,15 +257,18 @@ class TranslationClient:
                    if response.model_spec.HasField("version") else None)
         return translations, scores, version
 
-    def _send(self, sentences: List[str]) -> List[TranslationResult]:
+    def _send(self, sentences: List[str], task_inputs=None
+              ) -> List[TranslationResult]:
         """Translate one packed request; never raises for server errors."""
         try:
-            translations, scores, version = self.predict(sentences)
+            translations, scores, version = self.predict(sentences,
+                                                         task_inputs)
         except TranslationError as e:
             if (e.code == grpc.StatusCode.INVALID_ARGUMENT
                     and len(sentences) > 1):
                 half = len(sentences) // 2  # find the offending sentences
-                return self._send(sentences[:half]) + self._send(sentences[half:])
+                return (self._send(sentences[:half], task_inputs)
+                        + self._send(sentences[half:], task_inputs))
             return [TranslationResult(s, error=str(e), code=e.code)
                     for s in sentences]
         return [TranslationResult(s, t, None if scores is None else scores[i],
@@ -269,29 +288,39 @@ class TranslationClient:
 
     # --- public API -----------------------------------------------------
 
-    def translate_detailed(self, sentences: Sequence[str]
+    def translate_detailed(self, sentences: Sequence[str], **task
                            ) -> List[TranslationResult]:
         """A `TranslationResult` per sentence, in input order; never raises for
-        per-request failures. Blank sentences translate to "" locally."""
+        per-request failures. Blank sentences translate to "" locally.
+
+        `task` holds task inputs for these sentences only, on top of the
+        client's `task_inputs` (e.g. `src_lang="en", tgt_lang="fr",
+        tags="caption"`; a list of tags is joined with commas, None values
+        are left out).
+        """
+        task_inputs = {**self.task_inputs, **self._check_task_inputs(
+            {key: value for key, value in task.items() if value is not None})}
         sentences = [str(s) for s in sentences]
         to_send = [s for s in sentences if s.strip()]
         plan = request_batching.plan_requests(
             to_send, self.max_batch_sentences, self.max_batch_units,
             self.batch_unit)
-        done = request_batching.execute_plan(plan, self._send,
-                                             self.max_in_flight)
+        done = request_batching.execute_plan(
+            plan, lambda batch: self._send(batch, task_inputs),
+            self.max_in_flight)
         sent = iter(plan.reassemble(done))
         return [next(sent) if s.strip() else TranslationResult(s, "")
                 for s in sentences]
 
-    def translate(self, sentences: Sequence[str]) -> List[str]:
-        """Translations of `sentences`, in order.
+    def translate(self, sentences: Sequence[str], **task) -> List[str]:
+        """Translations of `sentences`, in order (`task`: as
+        `translate_detailed`).
 
         Raises:
           PartialTranslationError: some sentences failed; its `results` keeps
             every sentence's `TranslationResult`, the successful ones included.
         """
-        results = self.translate_detailed(sentences)
+        results = self.translate_detailed(sentences, **task)
         failed = [r for r in results if not r.ok]
         if failed:
             raise PartialTranslationError(

@@ -60,6 +60,9 @@ def register(subparsers):
                        help="Multi30k directory (default $GNMT_TF_DATA, else "
                             "the download cache)")
     add_train_arguments(train)
+    train.add_argument("--config", metavar="FILE",
+                       help="YAML or JSON file of settings (the keys --set "
+                            "takes); --set overrides it")
     train.add_argument("--set", dest="overrides", action="append",
                        default=[], metavar="KEY=VALUE",
                        help="override a model, training or task option, "
@@ -126,29 +129,40 @@ def _split_list_overrides(overrides):
     return plain, lists
 
 
+def _apply_overrides(overrides, model_config, train_config, options):
+    """`--set` items routed to the model, training and task options (list
+    fields such as `languages=en,de` included)."""
+    from gnmt_tf.config import split_overrides
+
+    overrides, lists = _split_list_overrides(overrides)
+    model_config, train_config, options = split_overrides(
+        overrides, model_config, train_config, options)
+    if lists:
+        model_config = model_config.replace(**lists)
+    return model_config, train_config, options
+
+
 def train_from_args(args):
     """Runs `task_space.training.train_task_space` from parsed arguments.
 
     Reads `preset`, `model_dir`, `data_dir`, `overrides`, and, where the
-    parser has them, `directions`, `tags`, `vocab`, `strategy`, `minutes`,
-    `log_every`. `--set` keys go to `TransformerConfig`, `TrainConfig` or
-    `TaskSpaceOptions`, whichever has them.
+    parser has them, `config`, `directions`, `tags`, `vocab`, `strategy`,
+    `minutes`, `log_every`. Settings (the `--config` file's, then `--set`)
+    go to `TransformerConfig`, `TrainConfig` or `TaskSpaceOptions`,
+    whichever has them.
     """
     import dataclasses
 
-    from gnmt_tf.config import split_overrides
+    from gnmt_tf.config_file import layered
     from task_space.training import (TaskSpaceOptions, get_preset,
                                      train_task_space)
 
-    model_config, train_config = get_preset(args.preset)
     overrides = list(getattr(args, "overrides", []) or [])
     if getattr(args, "minutes", None) is not None:
         overrides.append(f"max_minutes={args.minutes}")
-    overrides, lists = _split_list_overrides(overrides)
-    model_config, train_config, options = split_overrides(
-        overrides, model_config, train_config, TaskSpaceOptions())
-    if lists:
-        model_config = model_config.replace(**lists)
+    model_config, train_config, options = layered(
+        _apply_overrides, (*get_preset(args.preset), TaskSpaceOptions()),
+        getattr(args, "config", None), overrides)
     if getattr(args, "tags", None) is not None:
         options = dataclasses.replace(options, tags=args.tags)
     result = train_task_space(

@@ -42,10 +42,11 @@ TRAIN_PRESETS = {
         checkpoint_every=5, shuffle_buffer=64),
     "transformer_small": TrainConfig(
         max_tokens=4096, max_length=64, learning_rate=1e-3, warmup_steps=800,
-        label_smoothing=0.1, clip_norm=1.0),
+        label_smoothing=0.1, clip_norm=1.0, bleu_every=500, bleu_lines=20),
     "transformer_base": TrainConfig(
         max_tokens=8192, max_length=128, learning_rate=7e-4,
-        warmup_steps=4000, label_smoothing=0.1, clip_norm=1.0),
+        warmup_steps=4000, label_smoothing=0.1, clip_norm=1.0,
+        bleu_every=500, bleu_lines=20),
 }
 
 
@@ -226,7 +227,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         data_lib.encode_examples(train, **encode), train_config.max_tokens,
         train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
         seed=train_config.seed)
-    validation = None
+    validation = bleu_sample = None
     if options.validation_lines:
         try:
             val = data_lib.load_multi30k(data_dir, "val", pairs, tags,
@@ -236,10 +237,28 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
                 data_lib.encode_examples(val, **encode),
                 train_config.max_tokens, train_config.max_length,
                 shuffle=False, repeat=False)
+            bleu_sample = _bleu_sample(val, train_config.bleu_lines)
         except FileNotFoundError:
             pass
     with trainer.make_strategy(strategy).scope():
         model = TaskSpaceTranslationModel(model_config)
         trainer.compile_model(model, train_config, model_config.pad_id)
         return trainer.fit(model, train_config, dataset, model_dir,
-                           validation, log_every=log_every)
+                           validation, log_every=log_every,
+                           bleu_sample=bleu_sample, subwords=subwords)
+
+
+def _bleu_sample(examples, lines):
+    """The first `lines` validation pairs of each task, for the BLEU that
+    `trainer.fit` reports every `bleu_every` steps."""
+    from gnmt_tf.training.validation_bleu import BleuGroup, BleuSample
+    from task_space.evaluation import group_by_task
+
+    groups = []
+    for (src, tgt, tags), indices in group_by_task(examples).items():
+        indices = indices[:lines]
+        groups.append(BleuGroup(
+            {"src_lang": src, "tgt_lang": tgt, "tags": tags},
+            [examples.sources[i] for i in indices],
+            [examples.targets[i] for i in indices]))
+    return BleuSample(groups)

@@ -95,8 +95,10 @@ def tiny_model_dir(toy_data_dir, tmp_path_factory):
     model_dir = tmp_path_factory.mktemp("tiny_model")
     model_config, train_config = get_preset("gnmt_tiny")
     model_config = apply_overrides(model_config, ["vocabulary_size=100"])
-    train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10"])
-    train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config)
+    train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10",
+                                                  "bleu_every=30", "bleu_lines=8"])
+    train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config,
+               log_every=10)
     return model_dir
 
 

@@ -26,6 +26,9 @@ def register(subparsers):
                              "$GNMT_TF_DATA, else the Multi30k download cache)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
+    parser.add_argument("--config", metavar="FILE",
+                        help="YAML or JSON file of settings (the keys --set "
+                             "takes); --set overrides it")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE",
                         help="override a model or training setting (repeatable)")
@@ -51,14 +54,15 @@ def run(args):
 def train_gnmt_from_args(args):
     """`gnmt-tf train` for the GNMT presets."""
     from gnmt_tf.config import split_overrides
+    from gnmt_tf.config_file import layered
     from gnmt_tf.presets import get_preset
     from gnmt_tf.training.trainer import train_gnmt
 
-    model_config, train_config = get_preset(args.preset)
     overrides = list(args.overrides)
     if args.minutes is not None:
         overrides.append(f"max_minutes={args.minutes}")
-    model_config, train_config = split_overrides(overrides, model_config, train_config)
+    model_config, train_config = layered(
+        split_overrides, get_preset(args.preset), args.config, overrides)
     result = train_gnmt(args.model_dir, args.data_dir, args.src_lang, args.tgt_lang,
                         model_config, train_config, vocab=args.vocab,
                         strategy=args.strategy, log_every=args.log_every)

@@ -4,12 +4,13 @@ The model is a trained model directory (``--model``), a TF Serving endpoint
 (``--server``), an exported TFLite file (``--tflite``) or an ONNX export
 directory (``--onnx``); the two exports are searched on the host by
 `gnmt_tf.host_translator`. Task-space models take ``--src-lang``,
-``--tgt-lang`` and ``--tags`` with each.
+``--tgt-lang`` and ``--tags`` with each. Input is read and output written
+a chunk at a time (`gnmt_tf.cli.streaming`).
 """
 
 import sys
 
-from gnmt_tf.cli import task_flags
+from gnmt_tf.cli import streaming, task_flags
 from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
 
 
@@ -118,36 +119,25 @@ def register(subparsers):
     parser.add_argument("--input", "-i", help="input file (default: stdin)")
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument(
+        "--plot-attention", metavar="DIR",
+        help="write attention heatmaps (PNG) of the first sentences here "
+             "(with --model; needs matplotlib)")
+    parser.add_argument("--plot-attention-count", type=positive_int,
+                        default=10, metavar="N",
+                        help="sentences --plot-attention draws (default 10)")
     add_search_arguments(parser)
     task_flags.add_task_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def read_input(path):
-    from gnmt_tf.data.corpus import decode_lines, read_lines
-
-    if path:
-        return read_lines(path)
-    return decode_lines(sys.stdin.buffer.read(), "<stdin>")
-
-
-def note_empty_lines(sentences):
-    """Tells on stderr how many inputs are blank (they give blank outputs)."""
-    empty = sum(1 for s in sentences if not s.strip())
-    if empty:
-        print(f"note: {empty} empty input line(s) give empty output lines",
-              file=sys.stderr)
-
-
-def write_results(results, options, path):
-    """Writes the best translation per input, or `i ||| text ||| score`
-    n-best lines when `options.num_hypotheses > 1`."""
+def format_results(results, options, first=0):
+    """The best translation per input, or `i ||| text ||| score` n-best
+    lines when `options.num_hypotheses > 1` (`i` counts from `first`)."""
     if options.num_hypotheses == 1:
-        lines = [hyps[0].text for hyps in results]
-    else:
-        lines = [f"{i} ||| {h.text} ||| {h.score:.4f}"
-                 for i, hyps in enumerate(results) for h in hyps]
-    write_output(lines, path)
+        return [hyps[0].text for hyps in results]
+    return [f"{i} ||| {h.text} ||| {h.score:.4f}"
+            for i, hyps in enumerate(results, first) for h in hyps]
 
 
 def check_files(args):
@@ -156,19 +146,6 @@ def check_files(args):
 
     check_output_file(getattr(args, "output", None),
                       {"--input": getattr(args, "input", None)})
-
-
-def write_output(lines, path):
-    """Writes one line per item to `path` (complete or not at all) or to
-    stdout."""
-    text = "".join(line + "\n" for line in lines)
-    if path:
-        from gnmt_tf.io_utils import write_text_atomic
-
-        write_text_atomic(path, text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
 
 
 def served_task_inputs(args):
@@ -196,34 +173,41 @@ def _one_line(message):
     return " ".join(message.split())
 
 
+def _served_lines(sentences, results, first):
+    """Output lines of a chunk of `TranslationResult`s: failed lines come
+    out empty and are listed on stderr (status 1)."""
+    del sentences
+    lines, status = [], 0
+    for number, result in enumerate(results, first + 1):
+        lines.append(result.translation or "")
+        if result.error:
+            print(f"line {number}: {result.error}", file=sys.stderr)
+            status = 1
+    return lines, status
+
+
 def _translate_through_server(args):
     """Translates via gRPC; failed lines come out empty and are listed on
     stderr (exit code 1), the others are kept. Search flags go to the
     export's `translate_with_options` (see `served_search_options`)."""
-    from serving.client import PartialTranslationError, TranslationError
-    from serving.client import translate_lines
+    from serving.client import TranslationClient, TranslationError
 
     options = served_search_options(args)
-    try:
-        lines = translate_lines(args.server, args.model_name,
-                                read_input(args.input),
-                                task_inputs=served_task_inputs(args),
-                                search_options=options)
-        status = 0
-    except PartialTranslationError as e:
-        lines, status = [], 1
-        for number, result in enumerate(e.results, 1):
-            lines.append(result.translation or "")
-            if result.error:
-                print(f"line {number}: {result.error}", file=sys.stderr)
-    except TranslationError as e:  # the probe request of the search options
-        flags = (f"--beam-size {options['beam_size']} --alpha "
-                 f"{options['length_penalty']} --beta "
-                 f"{options['coverage_penalty']}")
-        raise ValueError(f"{args.server} refused {flags}: "
-                         f"{_one_line(str(e))}") from None
-    write_output(lines, args.output)
-    return status
+    with TranslationClient(args.server, args.model_name,
+                           task_inputs=served_task_inputs(args),
+                           search_options=options) as client:
+        if client.search_options:
+            try:  # one probe request: refused options fail once
+                client.check_request_inputs()
+            except TranslationError as e:
+                flags = (f"--beam-size {options['beam_size']} --alpha "
+                         f"{options['length_penalty']} --beta "
+                         f"{options['coverage_penalty']}")
+                raise ValueError(f"{args.server} refused {flags}: "
+                                 f"{_one_line(str(e))}") from None
+        return streaming.translate_stream(
+            args.input, args.output, getattr(args, "batch_size", 32),
+            client.translate_detailed, _served_lines)
 
 
 def _translate_on_host(args, flag):
@@ -239,21 +223,28 @@ def _translate_on_host(args, flag):
                   else HostTranslator.from_tflite(path))
     task = task_flags.task_arguments(args, translator, path)
     translator.task_arrays(**task)  # a bad task fails before reading input
-    sentences = read_input(args.input)
-    note_empty_lines(sentences)
-    results = translator.translate_nbest(
-        sentences, beam_size=options.beam_size,
-        length_penalty=options.length_penalty,
-        coverage_penalty=options.coverage_penalty,
-        num_hypotheses=options.num_hypotheses,
-        max_length_ratio=options.max_length_ratio,
-        beam_width=options.beam_width, **task)
-    write_results(results, options, args.output)
-    return 0
+
+    def translate_chunk(sentences):
+        return translator.translate_nbest(
+            sentences, beam_size=options.beam_size,
+            length_penalty=options.length_penalty,
+            coverage_penalty=options.coverage_penalty,
+            num_hypotheses=options.num_hypotheses,
+            max_length_ratio=options.max_length_ratio,
+            beam_width=options.beam_width, **task)
+
+    return streaming.translate_stream(
+        args.input, args.output, args.batch_size, translate_chunk,
+        lambda sentences, results, first: (
+            format_results(results, options, first), 0))
 
 
 def run(args):
     check_files(args)
+    plot_dir = getattr(args, "plot_attention", None)
+    if plot_dir and (args.server or args.tflite or args.onnx):
+        raise ValueError("--plot-attention needs --model (the attention "
+                         "comes from a forced pass of the model)")
     if args.server:
         return _translate_through_server(args)
     given = [flag for flag in ("model", "tflite", "onnx")
@@ -267,15 +258,23 @@ def run(args):
         raise ValueError("give --model DIR (or --server HOST:PORT, "
                          "--tflite FILE or --onnx DIR)")
     options = search_options(args)
+    if plot_dir:
+        from gnmt_tf.cli.attention_plots import AttentionPlots
 
+        plots = AttentionPlots(plot_dir, args.plot_attention_count)
     from gnmt_tf.translator import Translator
 
     translator = Translator.from_model_dir(args.model)
     task = task_flags.task_arguments(args, translator.model, args.model)
     translator.task_ids(**task)  # a bad task fails before reading input
-    sentences = read_input(args.input)
-    note_empty_lines(sentences)
-    results = translator.translate_nbest(sentences, options, args.batch_size,
-                                         **task)
-    write_results(results, options, args.output)
-    return 0
+
+    def format_chunk(sentences, results, first):
+        if plot_dir:
+            plots.add(translator, sentences, results, first, **task)
+        return format_results(results, options, first), 0
+
+    return streaming.translate_stream(
+        args.input, args.output, args.batch_size,
+        lambda sentences: translator.translate_nbest(
+            sentences, options, args.batch_size, **task),
+        format_chunk)

@@ -80,9 +80,14 @@ def _train(sentences, model_prefix, vocabulary_size, model_type,
            user_defined_symbols, character_coverage, max_sentences):
     import sentencepiece as spm
 
+    from gnmt_tf.progress import progress
+
+    # The bar counts the sentences SentencePiece reads, not its training.
+    reading = progress(sentences, desc="vocabulary: reading",
+                       unit=" sentences")
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=iter(reading),
             model_prefix=str(model_prefix),
             vocab_size=vocabulary_size,
             model_type=model_type,
@@ -139,6 +144,10 @@ class Subwords:
 
     def pieces(self, sentence):
         return self._sp.EncodeAsPieces(sentence)
+
+    def id_pieces(self, ids):
+        """Ids -> their pieces (`</s>` for the end token)."""
+        return [self._sp.IdToPiece(int(i)) for i in ids]
 
     @property
     def tf_tokenizer(self):

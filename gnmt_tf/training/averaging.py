@@ -22,9 +22,11 @@ import tempfile
 
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.checks import check_number
+from gnmt_tf.training.metrics_log import METRICS_FILE
 
-# Top-level files of a training run that are not part of the model.
-RUN_STATE_FILES = ("progress.json", ".lock")
+# Top-level files of a training run that are not part of the model (its
+# TensorBoard logs/ folder is not copied either: only files are).
+RUN_STATE_FILES = ("progress.json", ".lock", METRICS_FILE)
 AVERAGED_FILE = "averaged.json"
 
 

@@ -1,4 +1,5 @@
-"""Keras callbacks: delta annealing, step checkpoints, wall-time budget, progress."""
+"""Keras callbacks: delta annealing, step checkpoints, wall-time budget,
+progress and validation-loss reports."""
 
 import json
 import os
@@ -106,13 +107,31 @@ class StopAtStep(keras.callbacks.Callback):
             self.model.stop_training = True
 
 
-class ProgressLogger(keras.callbacks.Callback):
-    """Prints step, loss, tokens/s and elapsed time every `every` steps."""
+def current_learning_rate(optimizer) -> float:
+    """The learning rate of the optimizer's last step (its schedule's
+    value, where it has one)."""
+    rate = optimizer.learning_rate
+    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule):
+        rate = rate(optimizer.iterations)
+    return float(keras.backend.get_value(rate))
 
-    def __init__(self, every=100, stream=sys.stderr):
+
+class ProgressLogger(keras.callbacks.Callback):
+    """Prints step, loss, tokens/s and elapsed time every `every` steps.
+
+    Args:
+      every: int. Steps between reports.
+      stream: where the lines go.
+      record: `(split, step, {name: value})` callable or None; also gets
+        each report's loss, learning rate and target tokens/s (e.g.
+        `gnmt_tf.training.summaries.TrainingRecord.record`).
+    """
+
+    def __init__(self, every=100, stream=sys.stderr, record=None):
         super().__init__()
         self.every = every
         self.stream = stream
+        self.record = record
         self.tokens = 0  # tokens since the last report
         self.epoch_tokens = 0.0  # the `target_tokens` metric is per epoch
         self.train_tokens = 0
@@ -141,7 +160,35 @@ class ProgressLogger(keras.callbacks.Callback):
             rate = self.tokens / max(now - self.last, 1e-9)
             self.train_tokens += self.tokens
             self.train_seconds += now - self.last
-            print(f"step {step}  loss {logs.get('loss', float('nan')):.4f}  "
+            loss = float(logs.get("loss", float("nan")))
+            print(f"step {step}  loss {loss:.4f}  "
                   f"tgt_tok/s {rate:.0f}  elapsed {now - self.start:.0f}s",
                   file=self.stream, flush=True)
             self.tokens, self.last = 0, now
+            if self.record is not None:
+                self.record("train", step, {
+                    "loss": loss,
+                    "learning_rate": current_learning_rate(
+                        self.model.optimizer),
+                    "target_tokens_per_s": rate})
+
+
+class ValidationReport(keras.callbacks.Callback):
+    """Prints the validation loss `model.fit` computes at the end of each
+    epoch (one checkpoint interval) and hands it to `record`, which keeps it
+    (`TrainingRecord.record("validation", step, {"loss": ...})`)."""
+
+    def __init__(self, record=None, stream=None):
+        super().__init__()
+        self.record = record
+        self.stream = stream  # None: sys.stderr when printing
+
+    def on_epoch_end(self, epoch, logs=None):
+        loss = (logs or {}).get("val_loss")
+        if loss is None:
+            return
+        step = int(self.model.optimizer.iterations.numpy())
+        print(f"step {step}  validation loss {float(loss):.4f}",
+              file=self.stream or sys.stderr, flush=True)
+        if self.record is not None:
+            self.record("validation", step, {"loss": float(loss)})

@@ -18,6 +18,8 @@ from gnmt_tf.training import callbacks as callbacks_lib
 from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
 from gnmt_tf.training.model_dir_guard import claim_model_dir
 from gnmt_tf.training.schedules import WarmupRsqrtDecay
+from gnmt_tf.training.summaries import TrainingRecord
+from gnmt_tf.training.validation_bleu import BleuSample, ValidationBleu
 
 STRATEGIES = ("default", "mirrored", "multi_worker_mirrored")
 
@@ -76,8 +78,15 @@ def compile_model(model, train_config, pad_id=0):
 
 
 def fit(model, train_config, dataset, model_dir, validation_data=None,
-        extra_callbacks=(), log_every=100):
+        extra_callbacks=(), log_every=100, bleu_sample=None, subwords=None):
     """Runs `model.fit` with checkpoints and resume; the model must be compiled.
+
+    Training loss, learning rate and tokens/s (every `log_every` steps),
+    the loss on `validation_data` (every checkpoint interval) and the BLEU
+    of `bleu_sample` (every `train_config.bleu_every` steps, given the
+    model's `subwords`) are printed and recorded in `model_dir/logs`
+    (TensorBoard) and `model_dir/metrics.csv`
+    (`gnmt_tf.training.summaries`).
 
     Returns:
       `TrainResult`.
@@ -106,12 +115,19 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
 
     steps_per_epoch = train_config.checkpoint_every
     epochs = math.ceil(train_config.train_steps / steps_per_epoch)
-    progress = callbacks_lib.ProgressLogger(every=log_every)
+    record = TrainingRecord(model_dir, resume_step=step)
+    progress = callbacks_lib.ProgressLogger(every=log_every,
+                                            record=record.record)
     callbacks = [progress,
                  callbacks_lib.StepCheckpoint(manager, train_config.checkpoint_every,
                                               progress_path, progress),
                  callbacks_lib.StopAtStep(train_config.train_steps),
+                 callbacks_lib.ValidationReport(record.record),
                  *extra_callbacks]
+    if train_config.bleu_every and bleu_sample and len(bleu_sample):
+        callbacks.append(ValidationBleu(
+            bleu_sample, subwords, train_config.bleu_every, record.record,
+            payload=model_dir_lib.read_config(model_dir)))
     if train_config.max_minutes:
         callbacks.append(callbacks_lib.TimeBudget(
             train_config.max_minutes, previous["train_seconds"]))
@@ -119,9 +135,12 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
         callbacks.append(callbacks_lib.DeltaAnnealing(
             model.cell_clip, train_config.delta_start, train_config.delta_end,
             train_config.delta_anneal_steps))
-    model.fit(dataset, epochs=epochs, initial_epoch=step // steps_per_epoch,
-              steps_per_epoch=steps_per_epoch, callbacks=callbacks,
-              validation_data=validation_data, verbose=0)
+    try:
+        model.fit(dataset, epochs=epochs, initial_epoch=step // steps_per_epoch,
+                  steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+                  validation_data=validation_data, verbose=0)
+    finally:
+        record.close()
     final_step = int(optimizer.iterations.numpy())
     total = callbacks_lib.read_progress(progress_path)
     rate = total["target_tokens"] / max(total["train_seconds"], 1e-9)
@@ -134,7 +153,9 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
 
     On first use the config is written to `model_dir/config.json`; a resumed
     run reads the architecture from there, so a restart cannot silently change
-    it. Validation loss on `val.*` is reported once per checkpoint interval.
+    it. Validation loss on `val.*` is reported once per checkpoint interval
+    and the BLEU of its first `train_config.bleu_lines` sentences every
+    `train_config.bleu_every` steps (see `fit`).
     The run holds the directory's lock, and a run that fails before its
     first checkpoint leaves no half-made directory (`claim_model_dir`).
     """
@@ -171,16 +192,19 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            train_config.max_tokens, train_config.max_length,
                            shuffle_buffer=train_config.shuffle_buffer,
                            seed=train_config.seed)
-    validation = None
+    validation = bleu_sample = None
     try:
         val_src, val_tgt = corpus.read_parallel(data_dir, "val", src_lang, tgt_lang)
         validation = make_dataset(subwords.encode(val_src), subwords.encode(val_tgt),
                                   train_config.max_tokens, train_config.max_length,
                                   shuffle=False, repeat=False)
+        bleu_sample = BleuSample.from_pairs(val_src, val_tgt,
+                                            train_config.bleu_lines)
     except FileNotFoundError:
         pass
     with make_strategy(strategy).scope():
         model = GNMT(model_config)
         compile_model(model, train_config, model_config.pad_id)
         return fit(model, train_config, dataset, model_dir, validation,
-                   log_every=log_every)
+                   log_every=log_every, bleu_sample=bleu_sample,
+                   subwords=subwords)

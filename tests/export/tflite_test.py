@@ -101,3 +101,21 @@ def test_translate_cli(tflite_float32, tflite_translator, settings, tmp_path,
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "-i", str(source)]) == 2
     assert "cannot honour --src-lang en" in capsys.readouterr().err
+
+
+def test_from_export_dir(tflite_float32, tflite_translator, settings,
+                         tmp_path):
+    import shutil
+
+    from gnmt_tf import TFLiteTranslator
+
+    folder = tflite_float32[0].parent
+    translator = TFLiteTranslator.from_export_dir(folder)
+    assert translator.translate(settings.sentences[:2], beam_size=2) == \
+        tflite_translator.translate(settings.sentences[:2], beam_size=2)
+    with pytest.raises(FileNotFoundError, match="no .tflite file"):
+        TFLiteTranslator.from_export_dir(tmp_path)
+    for name in ("model_float32.tflite", "model_int8.tflite"):
+        shutil.copyfile(tflite_float32[0], tmp_path / name)
+    with pytest.raises(ValueError, match="holds 2 .tflite files"):
+        TFLiteTranslator.from_export_dir(tmp_path)

@@ -180,6 +180,18 @@ def test_task_inputs_go_with_every_request(task_server):
     assert info.value.code == grpc.StatusCode.INVALID_ARGUMENT
 
 
+def test_task_inputs_per_call(task_server):
+    with TranslationClient(task_server.target, "task",
+                           task_inputs={"tags": ""}) as client:
+        assert client.translate(["a dog"], src_lang="en", tgt_lang="fr") \
+            == ["en-fr[] A DOG"]
+        assert client.translate(["x"], src_lang="de", tgt_lang="en",
+                                tags=["a", "b"]) == ["de-en[a,b] X"]
+        with pytest.raises(ValueError, match="src_lang"):
+            client.translate(["x"], src_lang=3)
+        assert client.task_inputs == {"tags": ""}
+
+
 def test_bad_task_inputs_are_rejected_before_sending():
     with pytest.raises(ValueError, match="text"):
         TranslationClient("127.0.0.1:1", "m", task_inputs={"text": "x"})

@@ -37,6 +37,8 @@ def trained(multiway_dir, tmp_path_factory):
     """A transformer_tiny trained 2 steps on all 12 directions."""
     model_dir = tmp_path_factory.mktemp("task_space_model")
     model_config, train_config = _tiny_configs()
+    train_config = apply_overrides(train_config,
+                                   ["bleu_every=2", "bleu_lines=2"])
     result = train_task_space(
         model_dir, multiway_dir, "all", model_config, train_config,
         TaskSpaceOptions(validation_lines=5), log_every=1000)
@@ -60,6 +62,14 @@ def test_model_dir_contents(trained):
     assert config.vocabulary_size == Subwords(
         model_dir / "spm.model").vocabulary_size
     assert tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+
+
+def test_validation_loss_and_bleu_are_recorded(trained):
+    from gnmt_tf.training.metrics_log import read_metrics
+
+    rows = read_metrics(trained[0])
+    assert [(r.step, r.metric) for r in rows if r.split == "validation"] \
+        == [(2, "bleu"), (2, "loss")]
 
 
 def test_generic_load_model_opens_it(trained, translator):

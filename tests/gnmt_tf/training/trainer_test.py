@@ -6,6 +6,7 @@ import tensorflow as tf
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import apply_overrides
 from gnmt_tf.presets import get_preset
+from gnmt_tf.training.metrics_log import read_metrics
 from gnmt_tf.training.trainer import make_strategy, train_gnmt
 
 
@@ -19,12 +20,20 @@ def test_trained_model_dir_layout(tiny_model_dir):
     assert progress["step"] == 30 and progress["target_tokens"] > 0
 
 
-def test_resume_continues_and_keeps_architecture(toy_data_dir, tmp_path):
+def _validation_losses(model_dir):
+    return [row.step for row in read_metrics(model_dir)
+            if (row.split, row.metric) == ("validation", "loss")]
+
+
+def test_resume_continues_and_keeps_architecture(toy_data_dir, tmp_path,
+                                                 capsys):
     model_config, train_config = get_preset("gnmt_tiny")
     model_config = apply_overrides(model_config, ["vocabulary_size=100"])
     first = apply_overrides(train_config, ["train_steps=10", "checkpoint_every=5"])
     result = train_gnmt(tmp_path, toy_data_dir, "en", "de", model_config, first)
     assert result.steps == 10 and result.resumed_from is None
+    assert _validation_losses(tmp_path) == [5, 10]
+    assert "step 10  validation loss " in capsys.readouterr().err
     # A resumed run ignores a different architecture and continues from step 10.
     wider = apply_overrides(model_config, ["hidden_dim=32"])
     second = apply_overrides(train_config, ["train_steps=15", "checkpoint_every=5"])
@@ -32,6 +41,9 @@ def test_resume_continues_and_keeps_architecture(toy_data_dir, tmp_path):
     assert result.resumed_from.endswith("ckpt-10") and result.steps == 15
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model"]["hidden_dim"] == model_config.hidden_dim
+    # The validation losses of both runs, in one file.
+    assert _validation_losses(tmp_path) == [5, 10, 15]
+    assert "step 15  validation loss " in capsys.readouterr().err
 
 
 def test_time_budget_already_spent_trains_nothing(toy_data_dir, tiny_model_dir, tmp_path):
