@@ -13,14 +13,14 @@ import pytest
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
-from model_families import INT8_LOG_PROB_STEP
-from model_families import brute_force
-from model_families import cached_and_full
-from model_families import float_tolerance
-from model_families import grid_step
 from model_families import search_key
-from model_families import sequence_log_probs
-from model_families import teacher_forcing
+from reference_decoding import INT8_LOG_PROB_STEP
+from reference_decoding import brute_force
+from reference_decoding import cached_and_full
+from reference_decoding import float_tolerance
+from reference_decoding import grid_step
+from reference_decoding import sequence_log_probs
+from reference_decoding import teacher_forcing
 
 
 def _teacher_forcing_rows(family):
@@ -157,12 +157,17 @@ def test_savedmodel_host_loop_matches_greedy_search(family):
 def test_savedmodel_rejects_bad_requests(family):
     """Invalid UTF-8, an over-long sentence and a beam size not compiled
     in fail the request with INVALID_ARGUMENT (a message, not a crash)."""
-    from export.ops import disallowed_ops
-
     errors = family.fresh["errors"]
     assert errors["utf8"] is not None
     assert "input too long" in errors["too_long"]
     assert "beam_size must be one of" in errors["beam_size"]
+
+
+def test_savedmodel_uses_only_allowed_ops(family):
+    """Every op of the export is in `export/allowed_ops.txt` (servable by
+    a stock model server)."""
+    from export.ops import disallowed_ops
+
     assert disallowed_ops(family.savedmodel) == []
 
 
