@@ -1,4 +1,13 @@
-"""Shared pytest fixtures and options for gnmt-tf."""
+"""Shared pytest fixtures and options for gnmt-tf.
+
+The one place for test data and tiny trained models: the toy corpus
+(`toy_corpus`, `toy_data_dir`), the synthetic 4-way corpus (`multiway_dir`),
+each model family's tiny trained model directory (`tiny_model_dir`,
+`ts_model_dir`), and the model-family harness's fixtures (`model_families`,
+`family`, `qat_family`; see `tests/harness/model_families.py`). Training,
+exporting and loading an export in a fresh process take seconds each, so
+all are session-scoped.
+"""
 
 import gzip
 import os
@@ -11,6 +20,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+from model_families import FAMILIES
+from model_families import FAMILIES_BY_NAME
+from model_families import QAT_FAMILIES
+from model_families import FamilyArtifacts
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -87,18 +100,26 @@ def toy_data_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(toy_data_dir, tmp_path_factory):
-    """A gnmt_tiny model trained for a few steps on the toy corpus."""
+    """A gnmt_tiny model (32 units wide) trained on the toy corpus.
+
+    600 steps at a high learning rate, checkpoints every 200: enough that it
+    translates most toy sentences (and every search's output depends on the
+    sentence); the 16-unit preset, or 400 steps, still says the same
+    sentence for every input.
+    """
     from gnmt_tf.config import apply_overrides
     from gnmt_tf.presets import get_preset
     from gnmt_tf.training.trainer import train_gnmt
 
     model_dir = tmp_path_factory.mktemp("tiny_model")
     model_config, train_config = get_preset("gnmt_tiny")
-    model_config = apply_overrides(model_config, ["vocabulary_size=100"])
-    train_config = apply_overrides(train_config, ["train_steps=30", "checkpoint_every=10",
-                                                  "bleu_every=30", "bleu_lines=8"])
+    model_config = apply_overrides(model_config, [
+        "vocabulary_size=100", "hidden_dim=32", "attention_dim=16"])
+    train_config = apply_overrides(train_config, [
+        "train_steps=600", "checkpoint_every=200", "learning_rate=0.03",
+        "label_smoothing=0.0", "bleu_every=600", "bleu_lines=8"])
     train_gnmt(model_dir, toy_data_dir, "en", "de", model_config, train_config,
-               log_every=10)
+               log_every=200)
     return model_dir
 
 
@@ -184,3 +205,80 @@ def multiway_dir(tmp_path_factory):
     del test["cs"]
     write_multiway(directory, "test_2017_flickr", test)
     return directory
+
+
+@pytest.fixture(scope="session")
+def ts_model_dir(multiway_dir, tmp_path_factory):
+    """A transformer_tiny trained 60 steps on en-fr and de-cs (enough for
+    non-empty, input-dependent output; at 30 steps everything is "")."""
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60)
+    train_config = apply_overrides(train_config, [
+        "train_steps=60", "checkpoint_every=60", "learning_rate=0.02",
+        "label_smoothing=0.0"])
+    path = tmp_path_factory.mktemp("ts_model")
+    train_task_space(path, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config, TaskSpaceOptions(validation_lines=0),
+                     log_every=1000)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ts_baseline_model_dir(multiway_dir, tmp_path_factory):
+    """The Johnson et al. baseline: transformer_tiny without the task space,
+    trained 30 steps with `<2xx>` source tokens (slow tests only)."""
+    from gnmt_tf.config import apply_overrides
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = get_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60,
+                                        use_task_space=False)
+    train_config = apply_overrides(train_config, [
+        "train_steps=30", "checkpoint_every=30", "learning_rate=0.02"])
+    model_dir = tmp_path_factory.mktemp("ts_baseline")
+    train_task_space(model_dir, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config,
+                     TaskSpaceOptions(validation_lines=0,
+                                      target_language_token=True),
+                     log_every=1000)
+    return model_dir
+
+
+# --- the model-family harness (tests/harness) --------------------------------
+
+
+@pytest.fixture(scope="session")
+def model_families(request, tmp_path_factory):
+    """`model_families(name)` -> the `model_families.FamilyArtifacts` of
+    that family: its model, translator and exports, each made once."""
+    made = {}
+
+    def get(name):
+        if name not in made:
+            family = FAMILIES_BY_NAME[name]
+            made[name] = FamilyArtifacts(
+                family, request.getfixturevalue(family.model_dir),
+                family.qat_data and request.getfixturevalue(family.qat_data),
+                tmp_path_factory)
+        return made[name]
+
+    return get
+
+
+@pytest.fixture(params=[f.name for f in FAMILIES])
+def family(request, model_families):
+    """Each model family in turn (`FamilyArtifacts`)."""
+    return model_families(request.param)
+
+
+@pytest.fixture(params=[f.name for f in QAT_FAMILIES])
+def qat_family(request, model_families):
+    """Each model family with a quantization-aware variant in turn."""
+    return model_families(request.param)

@@ -1,5 +1,8 @@
-"""Quantization-aware training (tfmot QuantizeConfigs, fake-quant layers) and
-int8 TFLite."""
+"""Quantization-aware training of GNMT (tfmot QuantizeConfigs, fake-quant
+layers) and int8 TFLite. (Fine-tuning through the CLI, the QAT model's step
+against its full pass, and the int8 export against the QAT model:
+`tests/harness/model_family_test.py`, for every family with a QAT
+variant.)"""
 
 import numpy as np
 import pytest
@@ -23,17 +26,10 @@ def qat_model(tiny_model_dir, toy_data_dir):
 
 
 @pytest.fixture(scope="session")
-def int8_model(tmp_path_factory, qat_model, tiny_model_dir):
-    """`(model_path, vocabulary_path)` of the QAT model as int8 TFLite."""
-    import shutil
-
-    from export.tflite import convert
-
-    out = tmp_path_factory.mktemp("int8")
-    model_path = out / "model_int8.tflite"
-    model_path.write_bytes(convert(qat_model, "int8", max_source_length=32))
-    shutil.copyfile(tiny_model_dir / "spm.model", out / "spm.model")
-    return model_path, out / "spm.model"
+def int8_model(gnmt):
+    """`(model_path, vocabulary_path)` of the fine-tuned QAT model as int8
+    TFLite (the harness's `gnmt-tf export qat` + `export tflite --int8`)."""
+    return (gnmt.int8_dir / "model_int8.tflite", gnmt.int8_dir / "spm.model")
 
 
 def test_quantizers():
@@ -112,13 +108,6 @@ def test_qat_outputs_close_to_float(qat_model, translator, toy_data_dir,
     print(f"mean TV {total_variation.mean():.4f}, argmax agreement {agree}")
     assert total_variation.mean() < 0.05
     assert agree >= 0.85
-    # step() is the same arithmetic as call() (decoding == training graph).
-    encoded = qat_model.encode(features["source_ids"])
-    log_probs, _, _ = qat_model.step(features["target_in_ids"][:, 0],
-                                     qat_model.initial_state(encoded))
-    np.testing.assert_allclose(
-        log_probs.numpy(),
-        tf.nn.log_softmax(qat_model(features)[:, 0]).numpy(), atol=1e-4)
 
 
 def test_int8_weights(int8_model):
@@ -138,17 +127,6 @@ def test_int8_weights(int8_model):
     assert float_weights <= set(report["int8"])
 
 
-def test_int8_translates(int8_model, settings):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-
-    translator = TFLiteTranslator(*int8_model)
-    hyps = translator.translate_nbest(settings.sentences, beam_size=2)
-    texts = [h[0].text for h in hyps]
-    assert texts[3] == ""  # the blank input
-    assert any(texts[i] for i in (0, 1, 2, 4))
-    assert all(np.isfinite(h[0].score) for h in hyps)
-
-
 def test_int8_cli_float_model_is_usage_error(capsys, tiny_model_dir,
                                              tmp_path):
     from gnmt_tf.cli.main import main
@@ -164,27 +142,6 @@ def test_int8_conversion_rejects_float_model(translator):
 
     with pytest.raises(ValueError, match="quantization-aware"):
         convert(translator.model, "int8")
-
-
-@pytest.mark.slow
-def test_qat_finetune_and_cli_int8(tiny_model_dir, toy_data_dir, tmp_path,
-                                   settings):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-    from gnmt_tf.cli.main import main
-    from gnmt_tf.model_dir import read_config
-
-    qat_dir = tmp_path / "qat"
-    assert main(["export", "qat", "--model", str(tiny_model_dir),
-                 "--out", str(qat_dir), "--data-dir", str(toy_data_dir),
-                 "--steps", "20", "--calibration-batches", "3"]) == 0
-    assert read_config(qat_dir)["model_type"] == "gnmt_qat"
-    assert (qat_dir / "checkpoints").is_dir()
-    out = tmp_path / "tflite"
-    assert main(["export", "tflite", "--int8", "--model", str(qat_dir),
-                 "--out", str(out), "--max-source-length", "32"]) == 0
-    translator = TFLiteTranslator(out / "model_int8.tflite",
-                                  out / "spm.model")
-    assert len(translator.translate(settings.sentences, beam_size=2)) == 5
 
 
 def test_tied_table_is_stored_once(qat_model, tmp_path):

@@ -1,4 +1,6 @@
-"""SavedModel export: layout, signatures, parity with `Translator`, errors."""
+"""SavedModel export of GNMT: layout, signatures, warm-up, the local
+server. (Parity with `Translator` in a fresh process, the host loop and bad
+requests: `tests/harness/model_family_test.py`, for every model family.)"""
 
 import json
 
@@ -9,7 +11,7 @@ from export.savedmodel import METADATA_FILE, WARMUP_FILE
 
 
 def test_layout(export_dir, tiny_model_dir, settings):
-    assert export_dir.parent.name == "tiny" and export_dir.name == "1"
+    assert export_dir.parent.name == "gnmt" and export_dir.name == "1"
     assert (export_dir / "saved_model.pb").is_file()
     assert (export_dir / "variables" / "variables.index").is_file()
     assert ((export_dir / "assets" / "spm.model").read_bytes()
@@ -53,54 +55,10 @@ def test_signatures(fresh_process):
     assert encode["outputs"]["memory_mask"] == ["bool", [None, None]]
 
 
-def _expected(translator, sentences, **options):
-    from gnmt_tf.translator import SearchOptions
-
-    hyps = translator.translate_nbest(sentences, SearchOptions(**options))
-    return [h[0].text for h in hyps], [h[0].score for h in hyps]
-
-
-def test_serving_default_matches_translator(fresh_process, translator,
-                                           settings):
-    sentences = settings.sentences
-    texts, scores = _expected(translator, sentences,
-                              beam_size=settings.beam_size,
-                              length_penalty=settings.alpha,
-                              coverage_penalty=settings.beta)
-    got = fresh_process["serving_default"]
-    assert got["translations"] == texts
-    assert got["scores"] == pytest.approx(scores, abs=1e-4)
-    # The tiny model is trained enough to say something, and blank stays blank.
-    assert all(texts[i] for i, s in enumerate(sentences) if s.strip())
-    assert texts[sentences.index("   ")] == ""
-
-
-@pytest.mark.parametrize("option_set", ["default", "greedy", "alpha_1"])
-def test_translate_with_options_matches_translator(
-        fresh_process, translator, settings, option_set):
-    beam_size, alpha, beta = {
-        "default": (settings.beam_size, settings.alpha, settings.beta),
-        "greedy": (1, 0.0, 0.0),
-        "alpha_1": (settings.beam_size, 1.0, 0.0)}[option_set]
-    texts, scores = _expected(translator, settings.sentences,
-                              beam_size=beam_size, length_penalty=alpha,
-                              coverage_penalty=beta)
-    got = fresh_process["with_options"][f"{beam_size},{alpha},{beta}"]
-    assert got["translations"] == texts
-    assert got["scores"] == pytest.approx(scores, abs=1e-4)
-
-
-def test_bad_requests_are_invalid_argument(fresh_process):
-    errors = fresh_process["errors"]
-    assert "beam_size must be one of" in errors["beam_size"]
-    assert "input too long" in errors["too_long"]
-    assert errors["utf8"] is not None
-
-
 def test_warmup_requests_replay(fresh_process):
     assert fresh_process["warmup"] == [
-        ["tiny", "serving_default", ["text"], 3],
-        ["tiny", "translate_with_options",
+        ["gnmt", "serving_default", ["text"], 3],
+        ["gnmt", "translate_with_options",
          ["beam_size", "coverage_penalty", "length_penalty", "text"], 3]]
 
 
@@ -158,13 +116,13 @@ def test_translate_cli_search_flags_through_the_local_server(
     source = tmp_path / "in.txt"
     source.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
     out = tmp_path / "out.txt"
-    server = ModelServer(ModelManager({"tiny": str(export_dir.parent)},
+    server = ModelServer(ModelManager({"gnmt": str(export_dir.parent)},
                                       poll_interval_s=0.0), port=0)
     server.start()
     try:
         def translate(*flags):
             return main(["translate", "--server", server.target,
-                         "--model_name", "tiny", "--input", str(source),
+                         "--model_name", "gnmt", "--input", str(source),
                          "--output", str(out), *flags])
 
         assert translate("--beam-size", "1", "--alpha", "0.0",

@@ -1,6 +1,7 @@
 """TFLite export of a task-space Transformer and its host-side search:
-files, signatures, builtin ops, parity with `Translator`,
-quantized formats, bad inputs and the CLI."""
+files, signatures, builtin ops, the cache length, quantized formats, bad
+inputs and the CLI. (Parity with `Translator`:
+`tests/harness/model_family_test.py`, for every model family.)"""
 
 import json
 
@@ -8,27 +9,23 @@ import pytest
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
-# Two directions the tiny model was trained on. Sources have 4-14 subwords
-# (its vocabulary has 60 pieces); `max_length_ratio` 2 would allow up to 30
-# output subwords, but both searches stop at the model's max_sequence_length
-# (16), even though this export's KV cache holds 32 positions. Greedy top-2
-# log-prob margins seen were all > 1e-2: no near-ties to skip.
-DIRECTIONS = [
-    ("en", "fr", "caption", ["a dog runs", "a big cat sleeps", "   ",
-                             "a man runs", "a red ball"]),
-    ("de", "cs", "", ["ein roter Ball", "Mann schläft", "ein Hund rennt"]),
-]
-SEARCHES = [dict(beam_size=1), dict(beam_size=2),
-            dict(beam_size=2, length_penalty=1.0, coverage_penalty=0.2)]
+from model_families import FAMILIES_BY_NAME
+
+# The family's requests: two directions the tiny model was trained on,
+# sources of 4-14 subwords. `max_length_ratio` 2 would allow up to 30 output
+# subwords, but every search stops at the model's max_sequence_length (16),
+# even though this export's KV cache holds 32 positions.
+TASK_SPACE = FAMILIES_BY_NAME["task_space_transformer"]
+DIRECTIONS = [(task["src_lang"], task["tgt_lang"], task["tags"],
+               list(sentences)) for task, sentences in TASK_SPACE.requests]
+SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
-CACHE_LENGTH = 32  # the ts_tflite_dir fixture's (conftest)
+CACHE_LENGTH = TASK_SPACE.tflite["max_target_length"]
 
 
-@pytest.fixture(scope="module")
-def ts_tflite(ts_tflite_dir):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-
-    return TFLiteTranslator(ts_tflite_dir / "model_float32.tflite")
+@pytest.fixture(scope="session")
+def ts_tflite(task_space):
+    return task_space.tflite
 
 
 def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
@@ -121,21 +118,6 @@ def _tflite(translator, search):
             texts.append(hyps[0].text)
             scores.append(hyps[0].score)
     return texts, scores
-
-
-@pytest.mark.parametrize("search", SEARCHES,
-                         ids=["greedy", "beam2", "beam2_alpha1_beta0.2"])
-def test_matches_task_space_translator(ts_tflite, ts_translator, search):
-    # Both stop at max_sequence_length, not at the longer cache.
-    assert ts_tflite.max_output_length == MAX_SEQUENCE_LENGTH
-    texts, scores = _expected(ts_translator, search)
-    got_texts, got_scores = _tflite(ts_tflite, search)
-    assert got_texts == texts
-    assert got_scores == pytest.approx(scores, abs=1e-3)
-    # The model says something, and the blank row stays blank.
-    assert texts[2] == "" and got_scores[2] == 0.0
-    assert all(t for i, t in enumerate(texts) if i != 2)
-    assert len(set(texts)) > 2  # input-dependent output
 
 
 def test_kv_cache_bounds_the_output(ts_tflite):

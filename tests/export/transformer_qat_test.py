@@ -1,5 +1,7 @@
 """Quantization-aware training of the task-space Transformer
-(`export.transformer_qat`)."""
+(`export.transformer_qat`). (The QAT model's step against its full pass,
+and the int8 export against the QAT model: `tests/harness/model_family_test.py`,
+for every family with a QAT variant.)"""
 
 import numpy as np
 import pytest
@@ -121,110 +123,37 @@ def test_outputs_close_to_float_but_quantized(qat_model, float_model,
     assert qat_model(features, training=False).dtype == tf.float32
 
 
-def test_cached_step_matches_teacher_forced(qat_model, batches):
-    import tensorflow as tf
-
-    features = {k: v[:4] for k, v in batches[4].items()}
-    logits, attention = qat_model(features, return_attention=True)
-    encoded = qat_model.encode(features["source_ids"], features["src_lang"],
-                               features["tgt_lang"], features["tags"])
-    length = features["target_in_ids"].shape[1]
-    state = qat_model.initial_state(encoded, length + 2)
-    log_probs, maps = [], []
-    for t in range(length):
-        step_log_probs, step_attention, state = qat_model.step(
-            features["target_in_ids"][:, t], state)
-        log_probs.append(step_log_probs)
-        maps.append(step_attention)
-    heads = qat_model.config.num_heads
-    mask = features["target_in_ids"].numpy() != 0
-    got = tf.stack(log_probs, 1).numpy()[mask]  # [positions, V]
-    expected = tf.nn.log_softmax(logits).numpy()[mask]
-    got_maps = tf.stack(maps, 1).numpy()[mask]
-    expected_maps = tf.reduce_mean(attention[:, -heads:], 1).numpy()[mask]
-    # The step and the full pass compute the same sums with other shapes,
-    # so a value within float rounding of a fake-quant rounding boundary
-    # may round the other way in one of them (seen on AVX-512 machines).
-    # Such a flip moves that position's logits by whole steps of their int8
-    # grid (log-softmax at most doubles that), and leaves the others alone.
-    # A cache bug moves every position.
-    ranges = qat_model.embedding._fq.activations["logits"][1]
-    step = (ranges["max_var"].numpy() - ranges["min_var"].numpy()) / 255
-    error = np.maximum(np.abs(got - expected).max(-1),
-                       np.abs(got_maps - expected_maps).max(-1))
-    flipped = error > 1e-4
-    assert flipped.mean() <= 0.1, error
-    assert np.abs(got - expected).max() <= 4 * step, step
+@pytest.fixture(scope="session")
+def qat_dir(task_space):
+    """The harness's QAT model directory: fine-tuned 3 steps through
+    `gnmt-tf export qat`."""
+    return task_space.qat_dir
 
 
-@pytest.fixture(scope="module")
-def qat_dir(ts_model_dir, multiway_dir, tmp_path_factory):
-    """A QAT model directory fine-tuned 3 steps through the CLI."""
-    from gnmt_tf.cli.main import main
-
-    out = tmp_path_factory.mktemp("ts_qat") / "model"
-    assert main(["export", "qat", "--model", str(ts_model_dir),
-                 "--out", str(out), "--data-dir", str(multiway_dir),
-                 "--steps", "3", "--calibration-batches", "2"]) == 0
-    return out
-
-
-SENTENCES = ["a dog runs", "a big cat sleeps", "   ", "a man runs",
-             "a red ball"]
-
-
-def test_qat_finetune_cli_translates(qat_dir, ts_model_dir):
+def test_qat_finetune_cli_writes_a_qat_model_dir(qat_dir, ts_model_dir):
     from export.transformer_qat import QATTaskSpaceTransformer
+    from gnmt_tf.model_dir import load_model
     from gnmt_tf.model_dir import read_config
-    from gnmt_tf.translator import Translator
 
     payload = read_config(qat_dir)
     assert payload["model_type"] == "task_space_transformer_qat"
     assert payload["task_space"] == read_config(ts_model_dir)["task_space"]
     assert payload["train"]["train_steps"] == 3
     assert (qat_dir / "checkpoints").is_dir()
-
-    translator = Translator.from_model_dir(qat_dir)
-    assert isinstance(translator.model, QATTaskSpaceTransformer)
-    texts = translator.translate(SENTENCES[:3], src_lang="en",
-                                 tgt_lang="fr", tags=["caption"])
-    assert len(texts) == 3 and texts[2] == ""
-    assert any(texts[:2])
+    assert isinstance(load_model(qat_dir)[0], QATTaskSpaceTransformer)
 
 
-def test_int8_tflite_translates_like_the_qat_model(qat_dir, tmp_path):
+def test_int8_export_stores_the_tied_table_once(task_space):
     from export.tflite_tied_table import int8_table_tensors
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-    from gnmt_tf.cli.main import main
-    from gnmt_tf.translator import SearchOptions
-    from gnmt_tf.translator import Translator
 
-    out = tmp_path / "int8"
-    assert main(["export", "tflite", "--model", str(qat_dir), "--out",
-                 str(out), "--int8"]) == 0
+    out = task_space.int8_dir
     assert sorted(p.name for p in out.iterdir()) == [
         "model.json", "model_int8.tflite", "spm.model"]
-    qat_translator = Translator.from_model_dir(qat_dir)
-    flatbuffer = (out / "model_int8.tflite").read_bytes()
     tables = int8_table_tensors(
-        flatbuffer, qat_translator.model.embedding.embeddings.numpy())
+        (out / "model_int8.tflite").read_bytes(),
+        task_space.qat_translator.model.embedding.embeddings.numpy())
     # The Gathers and the logits FullyConnected: one buffer on one grid.
     assert len(tables) >= 2 and len(set(tables)) == 1
-
-    tflite = TFLiteTranslator(out / "model_int8.tflite")
-    expected = qat_translator.translate_nbest(
-        SENTENCES, SearchOptions(beam_size=1), src_lang="en", tgt_lang="fr",
-        tags=["caption"])
-    got = tflite.translate_nbest(SENTENCES, beam_size=1, src_lang="en",
-                                 tgt_lang="fr", tags="caption")
-    # int8 arithmetic is not the fake-quant float arithmetic: the text may
-    # differ where the tiny model's scores are close, the scores by int8
-    # steps (LogSoftmax's output grid is 1/16 nat).
-    same = [i for i in (0, 1, 3, 4) if got[i][0].text == expected[i][0].text]
-    assert len(same) >= 3
-    for i in same:
-        assert got[i][0].score == pytest.approx(expected[i][0].score, abs=0.5)
-    assert got[2][0].text == "" and got[2][0].score == 0.0
 
 
 def test_qat_finetune_rejects_qat_model_dir(ts_model_dir, tmp_path):

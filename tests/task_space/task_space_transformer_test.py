@@ -111,13 +111,12 @@ def _expected(model, inputs):
     return tf.nn.log_softmax(logits), last_layer  # [B,T,V], [B,T,S]
 
 
-def test_cached_decoding_matches_full_pass(model):
+def test_decoding_state(model):
+    """`step` counts positions in `time` and fills a KV cache of the length
+    `initial_state` was given. (That cached steps give the full pass's
+    outputs: `tests/harness/model_family_test.py`.)"""
     inputs = _inputs()
-    log_probs, attention, state = _cached_decode(model, inputs)
-    expected_log_probs, expected_attention = _expected(model, inputs)
-    assert log_probs.dtype == attention.dtype == tf.float32
-    np.testing.assert_allclose(log_probs, expected_log_probs, atol=1e-5)
-    np.testing.assert_allclose(attention, expected_attention, atol=1e-5)
+    _, _, state = _cached_decode(model, inputs)
     np.testing.assert_array_equal(state["time"], [4, 4, 4])
     for tensor in tf.nest.flatten(state):
         assert tensor.shape[0] == 3

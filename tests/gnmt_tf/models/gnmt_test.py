@@ -1,3 +1,6 @@
+"""Tests for gnmt_tf.models.gnmt.GNMT. (The cached step against the full
+pass: `tests/harness/model_family_test.py`, for every model family.)"""
+
 import dataclasses
 
 import numpy as np
@@ -44,18 +47,6 @@ def test_decoder_is_causal(model):
     other = model({"source_ids": SOURCE, "target_in_ids": changed}).numpy()
     np.testing.assert_allclose(base[:, :3], other[:, :3], atol=1e-6)
     assert np.abs(base[0, 3] - other[0, 3]).max() > 1e-6
-
-
-def test_step_equals_full_forward(model):
-    full, attention = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN},
-                            return_attention=True)
-    log_probs = tf.nn.log_softmax(full).numpy()
-    state = model.initial_state(model.encode(SOURCE))
-    for t in range(TARGET_IN.shape[1]):
-        step_log_probs, step_attention, state = model.step(TARGET_IN[:, t], state)
-        np.testing.assert_allclose(step_log_probs.numpy(), log_probs[:, t], atol=1e-5)
-        np.testing.assert_allclose(step_attention.numpy(), attention.numpy()[:, t],
-                                   atol=1e-6)
 
 
 def test_logit_clip_and_clipped_cells():

@@ -1,5 +1,5 @@
 """Checkpoint averaging and shippable weight files, on the tiny GNMT run
-(checkpoints at steps 10, 20 and 30)."""
+(checkpoints at steps 200, 400 and 600)."""
 
 import os
 import subprocess
@@ -29,7 +29,7 @@ def _snapshot(directory):
 @pytest.fixture(scope="module")
 def last_two(tiny_model_dir):
     paths = checkpoint_paths(tiny_model_dir, 2)
-    assert [p.rsplit("-", 1)[1] for p in paths] == ["20", "30"]
+    assert [p.rsplit("-", 1)[1] for p in paths] == ["400", "600"]
     return [_weights_at(tiny_model_dir, p) for p in paths]
 
 
@@ -102,7 +102,7 @@ def test_cli_average_and_models(tiny_model_dir, tmp_path):
                                str(tmp_path / "avg"), "--last", "3"],
                         capture_output=True, text=True, env=env)
     assert ok.returncode == 0, ok.stderr
-    assert "averaged 3 checkpoints (ckpt-10, ckpt-20, ckpt-30)" in ok.stdout
+    assert "averaged 3 checkpoints (ckpt-200, ckpt-400, ckpt-600)" in ok.stdout
     again = subprocess.run(cli + ["average-checkpoints", "--model-dir",
                                   str(tiny_model_dir), "--output",
                                   str(tmp_path / "avg")],

@@ -1,8 +1,8 @@
 """What a training run records: TensorBoard event files and metrics.csv.
 
-`tiny_model_dir` (tests/conftest.py) trains 30 steps with a progress line
-every 10, a checkpoint (and validation loss) every 10 and validation BLEU
-at step 30.
+`tiny_model_dir` (tests/conftest.py) trains 600 steps with a progress line
+every 200, a checkpoint (and validation loss) every 200 and validation BLEU
+at step 600.
 """
 
 import math
@@ -29,11 +29,11 @@ def test_event_files_hold_the_expected_tags(tiny_model_dir):
     validation = read_events(tiny_model_dir / LOG_DIR / "validation")
     assert set(train) == {"loss", "learning_rate", "target_tokens_per_s"}
     assert set(validation) == {"loss", "bleu"}
-    assert [step for step, _ in train["loss"]] == [10, 20, 30]
-    assert [step for step, _ in validation["loss"]] == [10, 20, 30]
-    assert [step for step, _ in validation["bleu"]] == [30]
+    assert [step for step, _ in train["loss"]] == [200, 400, 600]
+    assert [step for step, _ in validation["loss"]] == [200, 400, 600]
+    assert [step for step, _ in validation["bleu"]] == [600]
     assert all(0 <= bleu <= 100 for _, bleu in validation["bleu"])
-    # Warm-up of 10 steps, then inverse square-root decay.
+    # After the warm-up, inverse square-root decay.
     rates = [rate for _, rate in train["learning_rate"]]
     assert rates[0] > rates[1] > rates[2] > 0
 
@@ -43,7 +43,7 @@ def test_metrics_csv_matches_the_event_files(tiny_model_dir):
     validation = read_events(tiny_model_dir / LOG_DIR / "validation")
     losses = [(r.step, r.value) for r in rows
               if (r.split, r.metric) == ("validation", "loss")]
-    assert [step for step, _ in losses] == [10, 20, 30]
+    assert [step for step, _ in losses] == [200, 400, 600]
     assert all(math.isfinite(v) and v > 0 for _, v in losses)
     for (step, value), (event_step, event_value) in zip(
             losses, validation["loss"]):

@@ -10,14 +10,22 @@ from gnmt_tf.training.metrics_log import read_metrics
 from gnmt_tf.training.trainer import make_strategy, train_gnmt
 
 
+def _checkpoint_steps(model_dir):
+    """`(every, last)`: the checkpoint interval and last step of a model
+    dir's training run (the tiny model's: tests/conftest.py)."""
+    train = json.loads((model_dir / "config.json").read_text())["train"]
+    return train["checkpoint_every"], train["train_steps"]
+
+
 def test_trained_model_dir_layout(tiny_model_dir):
     config = json.loads((tiny_model_dir / "config.json").read_text())
     assert config["model_type"] == "gnmt"
     assert config["model"]["vocabulary_size"] <= 100
     assert (tiny_model_dir / "spm.model").exists()
-    assert tf.train.latest_checkpoint(str(tiny_model_dir / "checkpoints")).endswith("-30")
+    _, last = _checkpoint_steps(tiny_model_dir)
+    assert tf.train.latest_checkpoint(str(tiny_model_dir / "checkpoints")).endswith(f"-{last}")
     progress = json.loads((tiny_model_dir / "progress.json").read_text())
-    assert progress["step"] == 30 and progress["target_tokens"] > 0
+    assert progress["step"] == last and progress["target_tokens"] > 0
 
 
 def _validation_losses(model_dir):
@@ -51,12 +59,14 @@ def test_time_budget_already_spent_trains_nothing(toy_data_dir, tiny_model_dir, 
 
     copy = tmp_path / "m"
     shutil.copytree(tiny_model_dir, copy)
+    _, last = _checkpoint_steps(copy)
     (copy / "progress.json").write_text(
-        json.dumps({"step": 30, "train_seconds": 600.0, "target_tokens": 1.0}))
+        json.dumps({"step": last, "train_seconds": 600.0, "target_tokens": 1.0}))
     model_config, train_config = get_preset("gnmt_tiny")
-    train_config = apply_overrides(train_config, ["train_steps=100", "max_minutes=5"])
+    train_config = apply_overrides(train_config, [f"train_steps={last + 70}",
+                                                  "max_minutes=5"])
     result = train_gnmt(copy, toy_data_dir, "en", "de", model_config, train_config)
-    assert result.steps == 30
+    assert result.steps == last
 
 
 def _truncate(model_dir, step):
@@ -70,11 +80,13 @@ def test_truncated_latest_checkpoint_falls_back(tiny_model_dir, tmp_path,
 
     copy = tmp_path / "m"
     shutil.copytree(tiny_model_dir, copy)
-    _truncate(copy, 30)
+    every, last = _checkpoint_steps(copy)
+    _truncate(copy, last)
     model_dir_lib.load_model(copy)
     err = capsys.readouterr().err
-    assert "cannot restore checkpoint" in err and "ckpt-30" in err
-    assert "restored " in err and "ckpt-20, the newest readable one" in err
+    assert "cannot restore checkpoint" in err and f"ckpt-{last}" in err
+    assert "restored " in err and (
+        f"ckpt-{last - every}, the newest readable one" in err)
 
 
 def test_no_readable_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
@@ -82,11 +94,12 @@ def test_no_readable_checkpoint_is_a_clear_error(tiny_model_dir, tmp_path):
 
     copy = tmp_path / "m"
     shutil.copytree(tiny_model_dir, copy)
-    for step in (10, 20, 30):
+    every, last = _checkpoint_steps(copy)
+    for step in range(every, last + 1, every):
         _truncate(copy, step)
     with pytest.raises(ValueError,
-                       match="cannot restore checkpoint .*ckpt-30 .nor any "
-                             "older one"):
+                       match=f"cannot restore checkpoint .*ckpt-{last} .nor "
+                             "any older one"):
         model_dir_lib.load_model(copy)
 
 
@@ -96,13 +109,15 @@ def test_training_resumes_from_the_newest_readable_checkpoint(
 
     copy = tmp_path / "m"
     shutil.copytree(tiny_model_dir, copy)
-    _truncate(copy, 30)
+    every, last = _checkpoint_steps(copy)
+    _truncate(copy, last)
     model_config, train_config = get_preset("gnmt_tiny")
-    train_config = apply_overrides(train_config, ["train_steps=25",
-                                                  "checkpoint_every=10"])
+    train_config = apply_overrides(train_config, [
+        f"train_steps={last - every + 5}", "checkpoint_every=10"])
     result = train_gnmt(copy, toy_data_dir, "en", "de", model_config,
                         train_config)
-    assert result.resumed_from.endswith("ckpt-20") and result.steps == 25
+    assert result.resumed_from.endswith(f"ckpt-{last - every}")
+    assert result.steps == last - every + 5
     assert "restored " in capsys.readouterr().err
 
 
