@@ -259,16 +259,21 @@ class FamilyArtifacts:
                  "--beam-sizes", ",".join(map(str, settings["beam_sizes"])),
                  "--warmup", warmup)
             return path
+        import dataclasses
+
         from export.savedmodel import TranslationModule
-        from export.savedmodel import module_metadata
         from export.savedmodel import save_module
 
         options = SearchOptions(**{k: settings[k] for k in (
             "beam_size", "length_penalty", "coverage_penalty")})
         module = TranslationModule(self.model, self.translator.subwords,
                                    options, settings["beam_sizes"])
-        metadata = dict(module_metadata(module),
-                        max_target_length=self.model.max_target_length)
+        metadata = {"search_options": dataclasses.asdict(options),
+                    "beam_sizes": list(module.beam_sizes),
+                    "max_source_length": module.max_source_length,
+                    "bos_id": module.translator.bos_id,
+                    "eos_id": module.translator.eos_id,
+                    "max_target_length": self.model.max_target_length}
         return save_module(module, path, metadata=metadata)
 
     def batch(self):
