@@ -242,13 +242,14 @@ def _translate_on_host(args, flag):
 def run(args):
     check_files(args)
     plot_dir = getattr(args, "plot_attention", None)
-    if plot_dir and (args.server or args.tflite or args.onnx):
+    if plot_dir and (args.server or getattr(args, "tflite", None)
+                     or getattr(args, "onnx", None)):
         raise ValueError("--plot-attention needs --model (the attention "
                          "comes from a forced pass of the model)")
     if args.server:
         return _translate_through_server(args)
     given = [flag for flag in ("model", "tflite", "onnx")
-             if getattr(args, flag)]
+             if getattr(args, flag, None)]
     if len(given) > 1:
         raise ValueError(f"give one of --model, --tflite and --onnx, not "
                          f"{' and '.join('--' + flag for flag in given)}")
