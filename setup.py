@@ -1,4 +1,4 @@
-"""gnmt-tf: one distribution with five packages and the `gnmt-tf` command.
+"""gnmt-tf: one distribution with six packages and the `gnmt-tf` command.
 
 `INSTALL_REQUIRES` holds the ranges that a user's installation may resolve
 within; `requirements.txt` pins the exact versions CI tests (each inside its
@@ -25,7 +25,14 @@ INSTALL_REQUIRES = [
     "tensorflow-model-optimization>=0.8.1,<0.9",
     "sacrebleu>=2.6.0,<3",
     "sentencepiece>=0.2.1,<0.3",
-    "sentencex>=1.0.32,<2",  # serving.sentence_splitting
+    # The translation pipeline (pipeline/): sentence splitting, Moses
+    # punctuation normalisation, language identification (models inside the
+    # wheel), HTML/XHTML extraction, the result cache.
+    "sentencex>=1.0.32,<2",
+    "sacremoses>=0.1.1,<0.3",
+    "lingua-language-detector>=2.1,<3",
+    "lxml>=5.2,<7",
+    "cachetools>=5.3,<9",
     "scipy>=1.11,<2",  # alignment.placeholder_translation (Hungarian matching)
     "numpy>=1.26,<3",
     "grpcio>=1.60,<2",
@@ -55,7 +62,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=PYTHON_REQUIRES,
     packages=find_packages(
-        include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*"]),
+        include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*",
+                 "pipeline*"]),
     package_data={"export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*"]},
     install_requires=INSTALL_REQUIRES,
@@ -64,12 +72,14 @@ setup(
     # ctranslate2 is the decoding-speed reference of the task-space benchmark
     # and its converter test; matplotlib draws the plots (the benchmarks'
     # too); tf2onnx + onnxruntime make and check `gnmt-tf export onnx`;
-    # hypothesis drives the property tests.
+    # hypothesis drives the property tests; pysbd is the other splitter of
+    # benchmarks/sentence_split.py.
     extras_require={"plot": ["matplotlib>=3.8,<4"],
                     "dev": ["pytest>=7", "ai-edge-litert==2.3.0",
                             "ctranslate2==4.8.5", "matplotlib>=3.8,<4",
                             "tf2onnx==1.17.0", "onnxruntime==1.32.0",
-                            "hypothesis==6.170.15", "import-linter==2.17"]},
+                            "hypothesis==6.170.15", "import-linter==2.17",
+                            "pysbd==0.3.4"]},
     entry_points={
         "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],
         # Model types by config.json's "model_type" (gnmt_tf.model_types).

@@ -338,7 +338,7 @@ class TranslationClient:
           text: str. The document.
           joiner: str. Put between a paragraph's translated sentences.
           language: str or None. The source language's code, for sentence
-            splitting (see `serving.sentence_splitting`); default: the
+            splitting (see `pipeline.sentence_split`); default: the
             `src_lang` task input, else "en".
 
         Raises:

@@ -1,6 +1,6 @@
 """Client-side request batching, after Ctrip's MT platform (2020).
 
-A document becomes sentences (`serving.sentence_splitting`, re-exported here
+A document becomes sentences (`pipeline.sentence_split`, re-exported here
 as `split_sentences` / `split_document`); duplicates are sent once; the unique
 sentences are sorted by length so that each request holds sentences of similar
 length (less padding in the model's batch); requests are packed up to
@@ -18,9 +18,9 @@ import concurrent.futures
 import dataclasses
 from typing import Callable, List, Sequence
 
-from serving.sentence_splitting import DEFAULT_LANGUAGE  # noqa: F401
-from serving.sentence_splitting import split_document  # noqa: F401
-from serving.sentence_splitting import split_sentences  # noqa: F401
+from pipeline.sentence_split import DEFAULT_LANGUAGE  # noqa: F401
+from pipeline.sentence_split import split_document  # noqa: F401
+from pipeline.sentence_split import split_sentences  # noqa: F401
 
 
 def length_in(unit: str) -> Callable[[str], int]:

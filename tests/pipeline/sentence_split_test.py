@@ -1,8 +1,8 @@
 import pytest
 
 from serving import request_batching
-from serving.sentence_splitting import split_document
-from serving.sentence_splitting import split_sentences
+from pipeline.sentence_split import split_document
+from pipeline.sentence_split import split_sentences
 
 
 @pytest.mark.parametrize("language", ["en", "de", "cs", None])
