@@ -24,7 +24,9 @@ HTML and XHTML (lxml):
   so are the references written for non-ASCII characters (`&nbsp;`,
   `&eacute;`, `&#8212;`): lxml resolves them when it parses, so each
   character that was a reference in the input is written as that reference
-  again. `&amp;`, `&lt;` and `&gt;` are written by lxml as needed.
+  again (two references to one character, such as `&mdash;` and `&#8212;`,
+  both come out in one of the two forms). `&amp;`, `&lt;` and `&gt;` are
+  written by lxml as needed.
 
 Malformed input: HTML is parsed leniently (libxml2's recovering parser,
 as browsers do) and `MalformedHTMLWarning` says what was repaired, with its
@@ -231,10 +233,14 @@ class HtmlDocument:
             if len(character) == 1 and ord(character) > 127:
                 self._references[character] = f"&{name};"
         self._whole = re.match(r"\s*(<!doctype|<html)", text, re.I) is not None
-        self._root = self._parse(text)
+        doctype = re.match(r"\s*(<!doctype[^>]*>)", text, re.I)
+        self._doctype = doctype.group(1) if doctype else ""
+        self._data = data
         self._runs: List[_Run] = []
         self._attributes: List[Tuple[etree._Element, str]] = []
-        self._collect(self._root)
+        self._root = self._parse(text) if text.strip() else None
+        if self._root is not None:
+            self._collect(self._root)
 
     def _parse(self, text: str):
         if self.xhtml:
@@ -325,18 +331,20 @@ class HtmlDocument:
         (same order as `segments`), serialised in the input's encoding."""
         source = self.segments  # also refreshes the runs' element lists
         _check_count(translated, len(source))
+        if self._root is None:
+            return self._data  # blank: nothing to parse or rebuild
         root = copy.deepcopy(self._root)
         # Map original elements to their copies: the same document order.
         copies = dict(zip(self._root.iter(), root.iter()))
-        for run, text in zip(self._runs, translated):
-            self._rebuild_run(run, run.lead + text + run.trail, copies)
-        offset = len(self._runs)
+        # Attributes first: rebuilding a run copies its inline elements.
         for (element, name), text in zip(self._attributes,
-                                         translated[offset:]):
+                                         translated[len(self._runs):]):
             value = element.get(name)
             lead = value[:len(value) - len(value.lstrip())]
             trail = value[len(value.rstrip()):]
             copies[element].set(name, lead + text + trail)
+        for run, text in zip(self._runs, translated):
+            self._rebuild_run(run, run.lead + text + run.trail, copies)
         return self._serialise(root)
 
     def _rebuild_run(self, run: _Run, text: str, copies) -> None:
@@ -351,11 +359,13 @@ class HtmlDocument:
             slot = _PLACEHOLDER.sub("", text)
             children = []
             for element, opaque in zip(run.elements, run.opaque):
-                if opaque or not _has_text(element):
-                    if element in run.inline or opaque:
-                        new = copy.deepcopy(element)
-                        new.tail = None
-                        children.append(new)
+                if opaque or not "".join(element.itertext()).strip():
+                    new = copy.deepcopy(copies[element])
+                    new.tail = None
+                    if not opaque:
+                        new.text = None
+                        del new[:]
+                    children.append(new)
         index = (list(parent).index(after) + 1) if after is not None else 0
         for element in old:
             parent.remove(element)
@@ -369,15 +379,13 @@ class HtmlDocument:
     def _serialise(self, root) -> Union[bytes, str]:
         if self.xhtml:
             body = etree.tostring(root, encoding="unicode")
-            doctype = root.getroottree().docinfo.doctype
         elif self._whole:
             body = lxml_html.tostring(root, encoding="unicode")
-            doctype = root.getroottree().docinfo.doctype
         else:
             body = (root.text or "") + "".join(
                 lxml_html.tostring(child, encoding="unicode")
                 for child in root)
-            doctype = ""
+        doctype = self._doctype
         for character, reference in self._references.items():
             body = body.replace(character, reference)
         text = self._declaration + (doctype + "\n" if doctype else "") + body
