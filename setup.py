@@ -2,8 +2,9 @@
 
 `INSTALL_REQUIRES` holds the ranges that a user's installation may resolve
 within; `requirements.txt` pins the exact versions CI tests (each inside its
-range: `tests/packaging_test.py` checks it). Python 3.11 to 3.13: TensorFlow
-2.21 has no wheels for 3.14, onnxruntime 1.32 (dev) none for 3.10.
+range: `tests/packaging_test.py` checks it), and so do `EXTRAS_REQUIRE` and
+`DEV_REQUIRE`. Python 3.11 to 3.13: TensorFlow 2.21 has no wheels for 3.14,
+onnxruntime 1.32 (the `onnx` extra) none for 3.10.
 """
 
 import pathlib
@@ -52,6 +53,32 @@ INSTALL_REQUIRES = [
     "pyyaml>=6.0,<7",
 ]
 
+# What one use needs beyond `train`, `translate`, `export savedmodel` and
+# `serve` (the base install). Each optional import names its extra when it
+# is missing.
+EXTRAS_REQUIRE = {
+    # `translate --tflite` and the TFLite exports' checks run on LiteRT
+    # (without it: TensorFlow's deprecated tf.lite.Interpreter).
+    "tflite": ["ai-edge-litert>=2.3.0,<2.4"],
+    # `gnmt-tf export onnx` (tf2onnx) and `translate --onnx` (onnxruntime).
+    "onnx": ["tf2onnx>=1.17.0,<1.18", "onnxruntime>=1.32.0,<2"],
+    # `gnmt-tf plot` and `translate --plot-attention`.
+    "plot": ["matplotlib>=3.8,<4"],
+    # benchmarks/: CTranslate2 is the task-space decoding-speed reference
+    # (task_space.ctranslate2_converter); matplotlib draws the figures.
+    # pysbd: the other splitter of benchmarks/sentence_split.py.
+    "bench": ["ctranslate2>=4.8.5,<5", "matplotlib>=3.8,<4",
+              "pysbd>=0.3.4,<0.4"],
+}
+
+# What the tests need besides every extra above: `make test` installs
+# `.[dev]`.
+DEV_REQUIRE = [
+    "pytest>=7,<10",
+    "hypothesis>=6.170,<7",  # the property tests
+    "import-linter>=2.17,<3",  # `make lint` (.importlinter)
+]
+
 setup(
     name="gnmt-tf",
     version="0.1.0",
@@ -67,19 +94,11 @@ setup(
     package_data={"export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*"]},
     install_requires=INSTALL_REQUIRES,
-    # `plot`: matplotlib, for `gnmt-tf plot` and `translate
-    # --plot-attention`. `dev`: ai-edge-litert runs the TFLite exports;
-    # ctranslate2 is the decoding-speed reference of the task-space benchmark
-    # and its converter test; matplotlib draws the plots (the benchmarks'
-    # too); tf2onnx + onnxruntime make and check `gnmt-tf export onnx`;
-    # hypothesis drives the property tests; pysbd is the other splitter of
-    # benchmarks/sentence_split.py.
-    extras_require={"plot": ["matplotlib>=3.8,<4"],
-                    "dev": ["pytest>=7", "ai-edge-litert==2.3.0",
-                            "ctranslate2==4.8.5", "matplotlib>=3.8,<4",
-                            "tf2onnx==1.17.0", "onnxruntime==1.32.0",
-                            "hypothesis==6.170.15", "import-linter==2.17",
-                            "pysbd==0.3.4"]},
+    extras_require={
+        **EXTRAS_REQUIRE,
+        "dev": DEV_REQUIRE + sorted(
+            set(sum(EXTRAS_REQUIRE.values(), []))),
+    },
     entry_points={
         "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],
         # Model types by config.json's "model_type" (gnmt_tf.model_types).

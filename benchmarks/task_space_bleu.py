@@ -196,7 +196,11 @@ def direction_embeddings(run_dir):
 def plot_direction_embeddings(run_dir, path):
     """PCA of both sides' direction embeddings into one PNG; returns the
     cosine similarity of the two sides' (centred) direction vectors."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError("the benchmark figures need matplotlib: pip "
+                          "install 'gnmt-tf[bench]'") from e
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np

@@ -176,8 +176,8 @@ def run(args) -> int:
         import importlib.util
 
         if importlib.util.find_spec("tf2onnx") is None:
-            print("gnmt-tf export onnx: tf2onnx is not installed "
-                  "(pip install tf2onnx)", file=sys.stderr)
+            print("gnmt-tf export onnx: tf2onnx is not installed: pip "
+                  "install 'gnmt-tf[onnx]'", file=sys.stderr)
             return 2
         from export.onnx_export import export_onnx
 

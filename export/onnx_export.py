@@ -75,7 +75,11 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
     Raises:
         ImportError: tf2onnx is not installed.
     """
-    import tf2onnx
+    try:
+        import tf2onnx
+    except ImportError as e:
+        raise ImportError("exporting to ONNX needs tf2onnx: pip install "
+                          "'gnmt-tf[onnx]'") from e
 
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,8 @@ def _onnxruntime():
         import onnxruntime
     except ImportError as e:
         raise ImportError(
-            "translating an ONNX export needs onnxruntime (pip install "
-            "onnxruntime, or this package's dev extra)") from e
+            "translating an ONNX export needs onnxruntime: pip install "
+            "'gnmt-tf[onnx]'") from e
     return onnxruntime
 
 

@@ -18,7 +18,8 @@ SIGNATURES = ("encode", "decode_step")
 
 
 def interpreter_class():
-    """LiteRT's `Interpreter`, or TensorFlow's copy where it is missing."""
+    """LiteRT's `Interpreter` (`pip install 'gnmt-tf[tflite]'`), or
+    TensorFlow's deprecated copy where it is missing."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:  # LiteRT not installed: TensorFlow's copy

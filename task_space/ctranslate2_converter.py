@@ -9,7 +9,7 @@ table: `encodings[p] = position_encoding(p) + task`. A converted model
 therefore serves one task; convert once per task you serve (the weights are
 shared in memory by the OS page cache only, not by CTranslate2).
 
-Needs the optional `ctranslate2` package (`pip install ctranslate2`).
+Needs the optional `ctranslate2` package (`pip install 'gnmt-tf[bench]'`).
 
 Example:
 ```python
@@ -22,8 +22,12 @@ translator = ctranslate2.Translator("ct2_en_fr", device="cpu")
 
 import numpy as np
 
-import ctranslate2
-from ctranslate2.specs import transformer_spec
+try:
+    import ctranslate2
+    from ctranslate2.specs import transformer_spec
+except ImportError as e:
+    raise ImportError("converting to CTranslate2 needs ctranslate2: pip "
+                      "install 'gnmt-tf[bench]'") from e
 
 
 def _linear(spec, kernel, bias):

@@ -139,7 +139,9 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
 
     The run holds the directory's lock, and a run that fails before its
     first checkpoint leaves no half-made directory
-    (`gnmt_tf.training.model_dir_guard.claim_model_dir`).
+    (`gnmt_tf.training.model_dir_guard.claim_model_dir`). With
+    `strategy="multi_worker_mirrored"` only the chief claims and writes the
+    directory (`gnmt_tf.training.workers`).
 
     Raises:
         ValueError: bad directions or tags, or `directions` differing from
@@ -147,8 +149,12 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
         gnmt_tf.training.model_dir_guard.ModelDirBusyError: another run
             trains in `model_dir`.
     """
-    from gnmt_tf.training.model_dir_guard import claim_model_dir
+    from gnmt_tf.training import trainer
+    from gnmt_tf.training import workers
 
+    # First: MultiWorkerMirroredStrategy must be made before any TF op.
+    strategy = trainer.make_strategy(strategy)
+    chief = workers.is_chief(strategy)
     options = options or TaskSpaceOptions()
     if directions is not None:
         if not isinstance(directions, str):
@@ -159,20 +165,23 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
         model_config = model_config or preset_model
         train_config = train_config or preset_train
 
-    with claim_model_dir(model_dir):
+    with workers.claim_for_training(model_dir, chief):
         return _train_task_space(model_dir, data_dir, model_config,
                                  train_config, options, vocab, strategy,
-                                 log_every)
+                                 log_every, chief)
 
 
 def _train_task_space(model_dir, data_dir, model_config, train_config,
-                      options, vocab, strategy, log_every):
+                      options, vocab, strategy, log_every, chief):
     import tf_keras as keras
 
     from gnmt_tf.training import trainer
+    from gnmt_tf.training import workers
     from task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
 
+    if not chief:  # until the chief has written spm.model and config.json
+        workers.barrier(strategy)
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
     if config_path.exists():
         model_config, saved = read_task_space_config(
@@ -207,13 +216,16 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
                                       options.max_lines),
         model_config.vocabulary_size, vocab,
         user_defined_symbols=[data_lib.target_language_token(lang)
-                              for lang in model_config.languages])
+                              for lang in model_config.languages],
+        write=chief)
     model_config = model_config.replace(
         vocabulary_size=subwords.vocabulary_size)
-    model_dir_lib.write_config(
-        model_dir, registry.MODEL_TYPE, model_config, train_config,
-        {"task_space": dataclasses.asdict(dataclasses.replace(
-            options, directions=data_lib.format_directions(pairs)))})
+    if chief:
+        model_dir_lib.write_config(
+            model_dir, registry.MODEL_TYPE, model_config, train_config,
+            {"task_space": dataclasses.asdict(dataclasses.replace(
+                options, directions=data_lib.format_directions(pairs)))})
+        workers.barrier(strategy)
 
     print(f"training on {len(pairs)} directions "
           f"({data_lib.format_directions(pairs)}), {len(train)} pairs",
@@ -240,7 +252,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
             bleu_sample = _bleu_sample(val, train_config.bleu_lines)
         except FileNotFoundError:
             pass
-    with trainer.make_strategy(strategy).scope():
+    with strategy.scope():
         model = TaskSpaceTranslationModel(model_config)
         trainer.compile_model(model, train_config, model_config.pad_id)
         return trainer.fit(model, train_config, dataset, model_dir,

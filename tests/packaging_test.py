@@ -19,20 +19,23 @@ PACKAGES = ("gnmt_tf", "task_space", "alignment", "export", "serving",
 
 def _setup_py():
     """`{"PYTHON_REQUIRES": str, "INSTALL_REQUIRES": [...], "extras":
-    {...}}` read from setup.py without running it."""
+    {name: [...]}}` read from setup.py without running it; `extras` is
+    `EXTRAS_REQUIRE` plus `"dev"`: `DEV_REQUIRE` and every other extra, as
+    setup.py composes it."""
     tree = ast.parse((ROOT / "setup.py").read_text())
     found = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             found[node.targets[0].id] = node.value
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") \
-                == "setup":
-            for keyword in node.keywords:
-                if keyword.arg == "extras_require":
-                    found["extras"] = keyword.value
-    return {key: ast.literal_eval(found[key]) for key in
-            ("PYTHON_REQUIRES", "INSTALL_REQUIRES", "extras")}
+    setup = {key: ast.literal_eval(found[key]) for key in
+             ("PYTHON_REQUIRES", "INSTALL_REQUIRES", "EXTRAS_REQUIRE",
+              "DEV_REQUIRE")}
+    extras = dict(setup.pop("EXTRAS_REQUIRE"))
+    extras["dev"] = setup.pop("DEV_REQUIRE") + sorted(
+        set(sum(extras.values(), [])))
+    setup["extras"] = extras
+    return setup
 
 
 def _pins():
@@ -92,10 +95,17 @@ def test_readme_states_the_python_range():
 
 
 def test_requirements_pin_versions_inside_the_declared_ranges():
+    """requirements.txt pins every package of the base install and of
+    every extra, each inside the range setup.py declares (a package in two
+    extras has one range)."""
     setup = _setup_py()
     pins = _pins()
-    ranges = {canonicalize_name(r.name): r for r in
-              map(Requirement, setup["INSTALL_REQUIRES"])}
+    ranges = {}
+    for line in setup["INSTALL_REQUIRES"] + sum(setup["extras"].values(), []):
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert ranges.setdefault(name, requirement) == requirement, (
+            f"{name}: {ranges[name]} and {requirement} in setup.py")
     assert sorted(ranges) == sorted(pins)
     for name, requirement in ranges.items():
         assert requirement.specifier, f"{name} has no version range"
@@ -132,6 +142,66 @@ def _third_party_imports():
                             top not in sys.stdlib_module_names:
                         found.setdefault(top, str(path.relative_to(ROOT)))
     return found
+
+
+def test_extras_match_use():
+    """The base install serves train/translate/export savedmodel/serve;
+    each optional runtime has its own extra, and `dev` holds them all."""
+    extras = _setup_py()["extras"]
+    names = {extra: {canonicalize_name(Requirement(r).name) for r in reqs}
+             for extra, reqs in extras.items()}
+    assert names["tflite"] == {"ai-edge-litert"}
+    assert names["onnx"] == {"tf2onnx", "onnxruntime"}
+    assert names["plot"] == {"matplotlib"}
+    assert "ctranslate2" in names["bench"]
+    for extra in ("tflite", "onnx", "plot", "bench"):
+        assert names[extra] <= names["dev"], extra
+    assert {"pytest", "hypothesis", "import-linter"} <= names["dev"]
+    base = {canonicalize_name(Requirement(r).name)
+            for r in _setup_py()["INSTALL_REQUIRES"]}
+    assert not base & set().union(*names.values())
+
+
+def _import_ctranslate2_converter():
+    import importlib
+
+    importlib.import_module("task_space.ctranslate2_converter")
+
+
+def _convert_to_onnx():
+    from export.onnx_export import convert_step_functions
+
+    convert_step_functions(None, "unused")
+
+
+def _onnxruntime():
+    from gnmt_tf.onnx_runtime import _onnxruntime
+
+    _onnxruntime()
+
+
+def _new_figure():
+    from gnmt_tf.plots import new_figure
+
+    new_figure(1, 1)
+
+
+@pytest.mark.parametrize("module, call, extra", [
+    ("onnxruntime", _onnxruntime, "onnx"),
+    ("tf2onnx", _convert_to_onnx, "onnx"),
+    ("matplotlib.figure", _new_figure, "plot"),
+    ("ctranslate2", _import_ctranslate2_converter, "bench"),
+])
+def test_a_missing_optional_package_names_its_extra(monkeypatch, module,
+                                                    call, extra):
+    assert extra in _setup_py()["extras"]
+    monkeypatch.setitem(sys.modules, module, None)  # import raises
+    monkeypatch.delitem(sys.modules, "task_space.ctranslate2_converter",
+                        raising=False)
+    with pytest.raises(Exception) as error:
+        call()
+    message = str(error.value)
+    assert f"'gnmt-tf[{extra}]'" in message and "\n" not in message, message
 
 
 def test_every_imported_package_is_declared():

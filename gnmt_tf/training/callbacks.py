@@ -79,7 +79,11 @@ class StepCheckpoint(keras.callbacks.Callback):
 
 class TimeBudget(keras.callbacks.Callback):
     """Stops training once `minutes` of wall time have passed, counting
-    `already_seconds` spent by earlier (resumed) runs."""
+    `already_seconds` spent by earlier (resumed) runs.
+
+    With several workers they stop at the same step: the first one out of
+    time stops them all (`gnmt_tf.training.workers.any_worker`).
+    """
 
     def __init__(self, minutes, already_seconds=0.0):
         super().__init__()
@@ -90,7 +94,10 @@ class TimeBudget(keras.callbacks.Callback):
         self.start = time.monotonic()
 
     def on_train_batch_end(self, batch, logs=None):
-        if time.monotonic() - self.start >= self.seconds:
+        from gnmt_tf.training.workers import any_worker
+
+        spent = time.monotonic() - self.start >= self.seconds
+        if any_worker(self.model.distribute_strategy, spent):
             self.model.stop_training = True
 
 

@@ -2,7 +2,8 @@
 run that fails before its first checkpoint.
 
 `claim_model_dir` is the context every trainer (`train_gnmt`,
-`train_task_space`, the QAT fine-tuners) writes a model directory in:
+`train_task_space`, the QAT fine-tuners) writes a model directory in (with
+several workers, only the chief enters it: `gnmt_tf.training.workers`):
 
 - It holds an exclusive `filelock` lock on `MODEL_DIR/.lock`; a second run on
   the same directory stops at once with `ModelDirBusyError` instead of

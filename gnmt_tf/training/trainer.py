@@ -2,6 +2,7 @@
 checkpoints every N steps, resume after a kill, wall-time budget."""
 
 import dataclasses
+import json
 import math
 import pathlib
 import sys
@@ -15,8 +16,8 @@ from gnmt_tf.data.pipeline import make_dataset
 from gnmt_tf.io_utils import copy_file_atomic
 from gnmt_tf.text.subword import Subwords, train_sentencepiece
 from gnmt_tf.training import callbacks as callbacks_lib
+from gnmt_tf.training import workers
 from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
-from gnmt_tf.training.model_dir_guard import claim_model_dir
 from gnmt_tf.training.schedules import WarmupRsqrtDecay
 from gnmt_tf.training.summaries import TrainingRecord
 from gnmt_tf.training.validation_bleu import BleuSample, ValidationBleu
@@ -25,11 +26,16 @@ STRATEGIES = ("default", "mirrored", "multi_worker_mirrored")
 
 
 def make_strategy(name="default"):
-    """Returns the `tf.distribute` strategy named `name`.
+    """Returns the `tf.distribute` strategy named `name` (or `name` itself
+    when it is already a strategy).
 
     `multi_worker_mirrored` reads the cluster from the `TF_CONFIG` environment
-    variable, so the same command scales past one machine.
+    variable, so the same command scales past one machine; it must be made
+    before the process runs any TensorFlow op, and only its chief writes the
+    model directory (`gnmt_tf.training.workers`).
     """
+    if isinstance(name, tf.distribute.Strategy):
+        return name
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
@@ -50,11 +56,19 @@ class TrainResult:
 
 
 def prepare_vocabulary(model_dir, sentences, vocabulary_size, vocab=None,
-                       user_defined_symbols=()):
-    """Puts a SentencePiece model at `model_dir/spm.model` (copy or train)."""
+                       user_defined_symbols=(), write=True):
+    """Puts a SentencePiece model at `model_dir/spm.model` (copy or train).
+
+    With `write=False` (a worker other than the multi-worker chief) it only
+    reads the one the chief put there.
+    """
     target = pathlib.Path(model_dir) / model_dir_lib.VOCAB_FILE
     if target.exists():
         return Subwords(target)
+    if not write:
+        raise FileNotFoundError(
+            f"{target} is missing after the chief prepared it: every worker "
+            "must see the same model directory (a shared file system)")
     target.parent.mkdir(parents=True, exist_ok=True)
     if vocab:
         copy_file_atomic(vocab, target)
@@ -91,18 +105,34 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
     Returns:
       `TrainResult`.
     """
+    strategy = model.distribute_strategy
+    chief = workers.is_chief(strategy)
+    with workers.worker_scratch_dir(model_dir, chief) as write_dir:
+        return _fit(model, train_config, dataset, model_dir, write_dir, chief,
+                    validation_data, extra_callbacks, log_every, bleu_sample,
+                    subwords)
+
+
+def _fit(model, train_config, dataset, model_dir, write_dir, chief,
+         validation_data, extra_callbacks, log_every, bleu_sample, subwords):
+    """`fit`, writing checkpoints and progress into `write_dir` (the model
+    directory on the chief, a scratch directory on other workers)."""
     optimizer = model.optimizer
     model(model.dummy_inputs())
     optimizer.build(model.trainable_variables)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(
-        checkpoint, str(pathlib.Path(model_dir) / model_dir_lib.CHECKPOINT_DIR),
-        max_to_keep=train_config.keep_checkpoints)
+        checkpoint, str(pathlib.Path(write_dir) / model_dir_lib.CHECKPOINT_DIR),
+        max_to_keep=train_config.keep_checkpoints if chief else 1)
+    # Every worker resumes from the chief's checkpoint.
     resumed = model_dir_lib.restore_latest(checkpoint, model_dir,
                                            expect_partial=False)
     step = int(optimizer.iterations.numpy())
-    progress_path = pathlib.Path(model_dir) / "progress.json"
-    previous = callbacks_lib.read_progress(progress_path)
+    previous = callbacks_lib.read_progress(
+        pathlib.Path(model_dir) / "progress.json")
+    progress_path = pathlib.Path(write_dir) / "progress.json"
+    if not chief:  # the scratch copy starts from the chief's totals
+        progress_path.write_text(json.dumps(previous) + "\n")
     if train_config.max_minutes and previous["train_seconds"] >= 60 * train_config.max_minutes:
         print(f"time budget of {train_config.max_minutes} min already spent",
               file=sys.stderr)
@@ -115,16 +145,17 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
 
     steps_per_epoch = train_config.checkpoint_every
     epochs = math.ceil(train_config.train_steps / steps_per_epoch)
-    record = TrainingRecord(model_dir, resume_step=step)
-    progress = callbacks_lib.ProgressLogger(every=log_every,
-                                            record=record.record)
+    record = TrainingRecord(model_dir, resume_step=step) if chief else None
+    progress = callbacks_lib.ProgressLogger(
+        every=log_every, record=record.record if record else None)
     callbacks = [progress,
                  callbacks_lib.StepCheckpoint(manager, train_config.checkpoint_every,
                                               progress_path, progress),
                  callbacks_lib.StopAtStep(train_config.train_steps),
-                 callbacks_lib.ValidationReport(record.record),
+                 callbacks_lib.ValidationReport(
+                     record.record if record else None),
                  *extra_callbacks]
-    if train_config.bleu_every and bleu_sample and len(bleu_sample):
+    if chief and train_config.bleu_every and bleu_sample and len(bleu_sample):
         callbacks.append(ValidationBleu(
             bleu_sample, subwords, train_config.bleu_every, record.record,
             payload=model_dir_lib.read_config(model_dir)))
@@ -140,7 +171,8 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
                   steps_per_epoch=steps_per_epoch, callbacks=callbacks,
                   validation_data=validation_data, verbose=0)
     finally:
-        record.close()
+        if record is not None:
+            record.close()
     final_step = int(optimizer.iterations.numpy())
     total = callbacks_lib.read_progress(progress_path)
     rate = total["target_tokens"] / max(total["train_seconds"], 1e-9)
@@ -158,19 +190,28 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     `train_config.bleu_every` steps (see `fit`).
     The run holds the directory's lock, and a run that fails before its
     first checkpoint leaves no half-made directory (`claim_model_dir`).
+    With `strategy="multi_worker_mirrored"` only the chief does that and
+    writes the directory; the other workers read its vocabulary and config
+    (`gnmt_tf.training.workers`).
     """
+    # First: MultiWorkerMirroredStrategy sets up collective ops, which must
+    # happen before any other TensorFlow op of the process.
+    strategy = make_strategy(strategy)
+    chief = workers.is_chief(strategy)
     data_dir = corpus.resolve_data_dir(data_dir)
     src, tgt = corpus.read_parallel(data_dir, "train", src_lang, tgt_lang)
-    with claim_model_dir(model_dir):
+    with workers.claim_for_training(model_dir, chief):
         return _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            model_config, train_config, vocab, strategy,
-                           log_every)
+                           log_every, chief)
 
 
 def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
-                model_config, train_config, vocab, strategy, log_every):
+                model_config, train_config, vocab, strategy, log_every, chief):
     from gnmt_tf.models.gnmt import GNMT
 
+    if not chief:  # until the chief has written spm.model and config.json
+        workers.barrier(strategy)
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
     if config_path.exists():
         from gnmt_tf.config import GNMTConfig, from_dict
@@ -178,12 +219,15 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
         saved = model_dir_lib.read_config(model_dir)
         model_config = from_dict(GNMTConfig, saved["model"])
     subwords = prepare_vocabulary(model_dir, src + tgt,
-                                  model_config.vocabulary_size, vocab)
+                                  model_config.vocabulary_size, vocab,
+                                  write=chief)
     model_config = dataclasses.replace(
         model_config, vocabulary_size=subwords.vocabulary_size)
-    model_dir_lib.write_config(
-        model_dir, "gnmt", model_config, train_config,
-        {"src_lang": src_lang, "tgt_lang": tgt_lang})
+    if chief:
+        model_dir_lib.write_config(
+            model_dir, "gnmt", model_config, train_config,
+            {"src_lang": src_lang, "tgt_lang": tgt_lang})
+        workers.barrier(strategy)
 
     # Seed before the datasets: their shuffles mix the global seed with
     # their own, so a seed left by earlier code would change the order.
@@ -202,7 +246,7 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                                             train_config.bleu_lines)
     except FileNotFoundError:
         pass
-    with make_strategy(strategy).scope():
+    with strategy.scope():
         model = GNMT(model_config)
         compile_model(model, train_config, model_config.pad_id)
         return fit(model, train_config, dataset, model_dir, validation,
