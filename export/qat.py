@@ -187,6 +187,7 @@ def qat_finetune(model_dir, out_model_dir, data_dir, steps=1000, minutes=None,
     Raises:
       ValueError: the model type has no quantization-aware variant.
     """
+    model_dir = model_dir_lib.locate(model_dir)  # a shipped model's name too
     model, subwords, payload = load_qat_from_float(model_dir)
     name, variant = model_types.quantized_variant(
         payload.get("model_type", "gnmt"))

@@ -62,3 +62,15 @@ def test_every_shipped_model_translates(name):
                                SearchOptions(beam_size=2), **task)
     assert out[0].strip() and out[1] == ""
     assert pretrained.describe(name)["scores"]["sacrebleu"]
+
+
+def test_qat_finetune_starts_from_a_shipped_name(shipped_dir, monkeypatch,
+                                                 tmp_path, toy_data_dir):
+    from export.qat import qat_finetune
+
+    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", shipped_dir)
+    qat_finetune("tiny-en-de", tmp_path / "qat", toy_data_dir, steps=2,
+                 calibration_batches=1)
+    assert (tmp_path / "qat" / "spm.model").read_bytes() == (
+        shipped_dir / "tiny-en-de" / "spm.model").read_bytes()
+    assert list((tmp_path / "qat" / "checkpoints").glob("ckpt-2.index"))
