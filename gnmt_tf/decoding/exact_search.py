@@ -178,8 +178,6 @@ def exact_translate(translator, sentence, max_length=None,
     """
     import tensorflow as tf
 
-    from gnmt_tf.translator import SearchOptions
-
     translator.check_inputs([sentence])
     if not sentence.strip():
         return ExactTranslation("", 0.0, True, (), 0)
@@ -189,8 +187,12 @@ def exact_translate(translator, sentence, max_length=None,
     source_ids, source_lengths = translator.tokenize(tf.constant([sentence]),
                                                      ids)
     if max_length is None:
-        options = SearchOptions(beam_size=1, max_length_ratio=max_length_ratio)
-        max_length = int(translator.max_lengths(source_lengths, options)[0])
+        # `Translator.max_lengths`, computed alike (gnmt_tf.translator imports
+        # this package: no import back).
+        max_length = int(tf.math.ceil(max_length_ratio * tf.cast(
+            source_lengths[0], tf.float32)))
+        if model.max_target_length:
+            max_length = min(max_length, model.max_target_length)
     state = model.initial_state(model.encode(source_ids, **ids), max_length)
     result = exact_search(model.step, state, translator.bos_id,
                           translator.eos_id, max(max_length, 1),
