@@ -146,11 +146,6 @@ def cpu_name():
     return platform.machine()
 
 
-def size_mb(directory):
-    return round(sum(f.stat().st_size for f in pathlib.Path(directory)
-                     .iterdir() if f.is_file()) / 2**20, 1)
-
-
 def update_results(name, scores, command, path=RESULTS):
     """Merges one model's scores into `model_zoo.json`, atomically."""
     from gnmt_tf.io_utils import write_text_atomic
@@ -177,7 +172,7 @@ def package(args, options, command):
                       args.batch_size)
     scores["train_hours"] = round(progress.get("train_seconds", 0) / 3600, 2)
     scores["train_steps"] = progress.get("step")
-    scores["size_mb"] = size_mb(target)
+    scores["size_mb"] = pretrained.size_mb(target)
     scores["search"] = dataclasses.asdict(options)
     write_text_atomic(target / pretrained.SCORES_FILE,
                       json.dumps(scores, indent=2) + "\n")
@@ -292,11 +287,11 @@ def main(argv=None):
         for name in names:
             scores = evaluate(name, args.data_dir, args.wmt22_dir, options,
                               args.batch_size, args.limit)
-            shipped = pretrained.describe(name)["scores"]
+            shipped = pretrained.describe(name)
             for key in ("train_hours", "train_steps", "search"):
-                if key in shipped:
-                    scores[key] = shipped[key]
-            scores["size_mb"] = pretrained.describe(name)["size_mb"]
+                if key in shipped["scores"]:
+                    scores[key] = shipped["scores"][key]
+            scores["size_mb"] = shipped["size_mb"]
             all_scores[name] = scores
     else:
         parser.error("give --evaluate-only or the package stage")

@@ -22,7 +22,8 @@ import pathlib
 import tempfile
 
 
-def _current_umask() -> int:
+def current_umask() -> int:
+    """The process's umask (read by setting and restoring it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -34,7 +35,7 @@ def _final_mode(path: pathlib.Path) -> int:
     try:
         return path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        return 0o666 & ~_current_umask()
+        return 0o666 & ~current_umask()
 
 
 @contextlib.contextmanager

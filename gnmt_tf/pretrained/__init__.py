@@ -46,6 +46,12 @@ def locate(model_dir_or_name) -> pathlib.Path:
         f"shipped model (shipped: {known})")
 
 
+def size_mb(directory) -> float:
+    """The size in MiB of the files directly in `directory`, 1 decimal."""
+    return round(sum(f.stat().st_size for f in pathlib.Path(directory).iterdir()
+                     if f.is_file()) / 2**20, 1)
+
+
 def describe(name) -> dict:
     """`{"name", "size_mb", "model_type", "scores"}` of a shipped model;
     `scores` is `scores.json` (empty when missing)."""
@@ -53,6 +59,5 @@ def describe(name) -> dict:
     config = json.loads((path / "config.json").read_text())
     scores_path = path / SCORES_FILE
     scores = json.loads(scores_path.read_text()) if scores_path.exists() else {}
-    size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
-    return {"name": name, "size_mb": round(size / 2**20, 1),
+    return {"name": name, "size_mb": size_mb(path),
             "model_type": config.get("model_type", "gnmt"), "scores": scores}

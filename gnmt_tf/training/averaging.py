@@ -15,13 +15,13 @@ average_checkpoints("runs/en-de", "runs/en-de-avg", last=5)
 """
 
 import json
-import os
 import pathlib
 import shutil
 import tempfile
 
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.checks import check_number
+from gnmt_tf.io_utils import current_umask
 from gnmt_tf.training.metrics_log import METRICS_FILE
 
 # Top-level files of a training run that are not part of the model (its
@@ -104,9 +104,7 @@ def average_checkpoints(model_dir, output_dir, last=5, weights_only=False):
         (tmp / AVERAGED_FILE).write_text(json.dumps(
             {"source": str(model_dir), "checkpoints": [
                 pathlib.Path(p).name for p in paths]}, indent=2) + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private
+        tmp.chmod(0o777 & ~current_umask())  # mkdtemp makes it private
         tmp.rename(output_dir)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
