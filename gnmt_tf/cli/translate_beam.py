@@ -198,6 +198,9 @@ def run(args):
     if stray and stray == args.pipeline_args[:len(stray)]:
         raise ValueError(f"unexpected argument {stray[0]!r} (pipeline "
                          "options go after --)")
+    from gnmt_tf.beam_translate.shards import match_inputs
+
+    match_inputs(args.input)  # before loading the model
     if not _remote(args.model) and not os.path.exists(args.model):
         from gnmt_tf.pretrained import locate
 
