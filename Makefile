@@ -8,7 +8,7 @@ DATA_DIR ?= $(if $(GNMT_TF_DATA),$(GNMT_TF_DATA),$(SHARED_DATA))
 MINUTES ?= 5
 QUICKSTART_DIR ?= runs/quickstart
 
-.PHONY: venv lint test test-all quickstart clean
+.PHONY: venv lint test test-all test-beam quickstart clean
 
 # scripts/check_python.py: say which Python is needed (setup.py's
 # PYTHON_REQUIRES) before creating the virtualenv with the wrong one.
@@ -32,6 +32,22 @@ test: lint
 test-all: lint
 	$(BIN)/python -m pytest -q --run-slow
 
+# The [beam] extra needs protobuf < 7 (see requirements-beam.txt), so it has
+# its own virtualenv: requirements.txt's pins but protobuf and
+# grpcio-health-checking, then requirements-beam.txt's.
+BEAM_VENV := .venv-beam
+$(BEAM_VENV)/bin/gnmt-tf: requirements.txt requirements-beam.txt setup.py
+	@test -x $(BEAM_VENV)/bin/python || $(PYTHON) scripts/check_python.py
+	test -x $(BEAM_VENV)/bin/python || $(PYTHON) -m venv $(BEAM_VENV)
+	$(BEAM_VENV)/bin/pip install -q --upgrade pip
+	grep -v '^protobuf==\|^grpcio-health-checking==' requirements.txt > $(BEAM_VENV)/requirements.txt
+	$(BEAM_VENV)/bin/pip install -q -r $(BEAM_VENV)/requirements.txt -r requirements-beam.txt
+	$(BEAM_VENV)/bin/pip install -q -e '.[beam,dev]'
+	touch $@
+
+test-beam: $(BEAM_VENV)/bin/gnmt-tf
+	$(BEAM_VENV)/bin/python -m pytest -q tests/gnmt_tf/beam_translate
+
 # Train a vocabulary and a small GNMT on Multi30k en->de for $(MINUTES) minutes,
 # translate test_2016_flickr with beam search and score it.
 # Without DATA_DIR / GNMT_TF_DATA / ../shared/data/multi30k, gnmt-tf quickstart
@@ -40,4 +56,4 @@ quickstart: venv
 	$(BIN)/gnmt-tf quickstart $(if $(DATA_DIR),--data-dir $(DATA_DIR)) --model-dir $(QUICKSTART_DIR) --minutes $(MINUTES)
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(BEAM_VENV) runs .pytest_cache

@@ -26,14 +26,9 @@ INSTALL_REQUIRES = [
     "tensorflow-model-optimization>=0.8.1,<0.9",
     "sacrebleu>=2.6.0,<3",
     "sentencepiece>=0.2.1,<0.3",
-    # The translation pipeline (pipeline/): sentence splitting, Moses
-    # punctuation normalisation, language identification (models inside the
-    # wheel), HTML/XHTML extraction, the result cache.
+    # Sentence splitting (pipeline.sentence_split): `translate --server`
+    # and the server's request batching split documents into sentences.
     "sentencex>=1.0.32,<2",
-    "sacremoses>=0.1.1,<0.3",
-    "lingua-language-detector>=2.1,<3",
-    "lxml>=5.2,<7",
-    "cachetools>=5.3,<9",
     "scipy>=1.11,<2",  # alignment.placeholder_translation (Hungarian matching)
     "numpy>=1.26,<3",
     "grpcio>=1.60,<2",
@@ -69,10 +64,26 @@ EXTRAS_REQUIRE = {
     # pysbd: the other splitter of benchmarks/sentence_split.py.
     "bench": ["ctranslate2>=4.8.5,<5", "matplotlib>=3.8,<4",
               "pysbd>=0.3.4,<0.4"],
+    # The document pipeline and its HTTP gateway (pipeline/, gateway/):
+    # language identification (models inside the wheel), HTML/XHTML
+    # extraction, Moses punctuation normalisation, the result cache. Its
+    # web server (fastapi, uvicorn) is in the base install already, for
+    # `serve --rest_api_port`.
+    "gateway": ["lingua-language-detector>=2.1,<3", "lxml>=5.2,<7",
+                "sacremoses>=0.1.1,<0.3", "cachetools>=5.3,<9"],
+    # `gnmt-tf translate-beam` (Apache Beam's RunInference). apache-beam
+    # 2.77 requires protobuf < 7 (and pillow < 13): it resolves with
+    # TensorFlow 2.21 (protobuf >= 6.31.1) but not with the protobuf 7 that
+    # requirements.txt pins, so it lives in its own environment
+    # (requirements-beam.txt, `make test-beam`) and is not part of `dev`.
+    "beam": ["apache-beam>=2.77.0,<3"],
 }
 
-# What the tests need besides every extra above: `make test` installs
-# `.[dev]`.
+# Extras that cannot share the pinned test environment (see "beam").
+SEPARATE_EXTRAS = ["beam"]
+
+# What the tests need besides every extra above but SEPARATE_EXTRAS:
+# `make test` installs `.[dev]`.
 DEV_REQUIRE = [
     "pytest>=7,<10",
     "hypothesis>=6.170,<7",  # the property tests
@@ -96,8 +107,9 @@ setup(
     install_requires=INSTALL_REQUIRES,
     extras_require={
         **EXTRAS_REQUIRE,
-        "dev": DEV_REQUIRE + sorted(
-            set(sum(EXTRAS_REQUIRE.values(), []))),
+        "dev": DEV_REQUIRE + sorted(set(sum(
+            (reqs for extra, reqs in EXTRAS_REQUIRE.items()
+             if extra not in SEPARATE_EXTRAS), []))),
     },
     entry_points={
         "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],

@@ -10,7 +10,13 @@ import dataclasses
 import threading
 from typing import Optional, Tuple
 
-import cachetools
+try:
+    import cachetools
+except ImportError:  # the gateway extra
+    raise ModuleNotFoundError(
+        "the result cache needs cachetools: "
+        "pip install 'gnmt-tf[gateway]'",
+        name="cachetools") from None
 
 ENTRY_OVERHEAD = 200
 

@@ -51,8 +51,14 @@ import re
 import warnings
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
-from lxml import etree
-from lxml import html as lxml_html
+try:
+    from lxml import etree
+    from lxml import html as lxml_html
+except ImportError:  # the gateway extra
+    raise ModuleNotFoundError(
+        "document extraction needs lxml: "
+        "pip install 'gnmt-tf[gateway]'",
+        name="lxml") from None
 
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
 

@@ -14,9 +14,15 @@ import dataclasses
 import functools
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from lingua import IsoCode639_1
-from lingua import Language
-from lingua import LanguageDetectorBuilder
+try:
+    from lingua import IsoCode639_1
+    from lingua import Language
+    from lingua import LanguageDetectorBuilder
+except ImportError:  # the gateway extra
+    raise ModuleNotFoundError(
+        "language identification needs lingua-language-detector: "
+        "pip install 'gnmt-tf[gateway]'",
+        name="lingua") from None
 
 UNDETERMINED = "und"  # ISO 639-2: no language could be determined
 

@@ -40,7 +40,13 @@ import re
 import unicodedata
 from typing import Dict, List, Optional, Tuple
 
-from sacremoses import MosesPunctNormalizer
+try:
+    from sacremoses import MosesPunctNormalizer
+except ImportError:  # the gateway extra
+    raise ModuleNotFoundError(
+        "punctuation normalisation needs sacremoses: "
+        "pip install 'gnmt-tf[gateway]'",
+        name="sacremoses") from None
 
 # Latin-script languages whose punctuation Moses' rules were written for.
 MOSES_LANGUAGES = frozenset({"cs", "de", "en", "es", "fr", "it", "nl", "pl",

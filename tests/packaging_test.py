@@ -11,6 +11,7 @@ import sys
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("gnmt_tf", "task_space", "alignment", "export", "serving",
@@ -30,18 +31,20 @@ def _setup_py():
             found[node.targets[0].id] = node.value
     setup = {key: ast.literal_eval(found[key]) for key in
              ("PYTHON_REQUIRES", "INSTALL_REQUIRES", "EXTRAS_REQUIRE",
-              "DEV_REQUIRE")}
+              "DEV_REQUIRE", "SEPARATE_EXTRAS")}
     extras = dict(setup.pop("EXTRAS_REQUIRE"))
-    extras["dev"] = setup.pop("DEV_REQUIRE") + sorted(
-        set(sum(extras.values(), [])))
+    separate = setup["SEPARATE_EXTRAS"]
+    extras["dev"] = setup.pop("DEV_REQUIRE") + sorted(set(sum(
+        (reqs for extra, reqs in extras.items() if extra not in separate),
+        [])))
     setup["extras"] = extras
     return setup
 
 
-def _pins():
-    """`{canonical name: version}` of requirements.txt."""
+def _pins(name="requirements.txt"):
+    """`{canonical name: version}` of a requirements file."""
     pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    for line in (ROOT / name).read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             name, sep, version = line.partition("==")
@@ -101,12 +104,23 @@ def test_requirements_pin_versions_inside_the_declared_ranges():
     setup = _setup_py()
     pins = _pins()
     ranges = {}
-    for line in setup["INSTALL_REQUIRES"] + sum(setup["extras"].values(), []):
-        requirement = Requirement(line)
-        name = canonicalize_name(requirement.name)
-        assert ranges.setdefault(name, requirement) == requirement, (
-            f"{name}: {ranges[name]} and {requirement} in setup.py")
-    assert sorted(ranges) == sorted(pins)
+    separate = set()
+    for extra, lines in [(None, setup["INSTALL_REQUIRES"]),
+                         *setup["extras"].items()]:
+        for line in lines:
+            requirement = Requirement(line)
+            name = canonicalize_name(requirement.name)
+            assert ranges.setdefault(name, requirement) == requirement, (
+                f"{name}: {ranges[name]} and {requirement} in setup.py")
+            if extra in setup["SEPARATE_EXTRAS"]:
+                separate.add(name)
+    assert sorted(set(ranges) - separate) == sorted(pins)
+    # The beam extra's environment: requirements-beam.txt pins it and
+    # replaces some of requirements.txt's pins, each inside setup.py's range.
+    beam_pins = _pins("requirements-beam.txt")
+    assert separate <= set(beam_pins)
+    pins = {**pins, **beam_pins}
+    assert set(pins) == set(ranges)
     for name, requirement in ranges.items():
         assert requirement.specifier, f"{name} has no version range"
         assert requirement.specifier.contains(pins[name]), (
@@ -154,8 +168,15 @@ def test_extras_match_use():
     assert names["onnx"] == {"tf2onnx", "onnxruntime"}
     assert names["plot"] == {"matplotlib"}
     assert "ctranslate2" in names["bench"]
-    for extra in ("tflite", "onnx", "plot", "bench"):
+    assert names["gateway"] == {"lingua-language-detector", "lxml",
+                                "sacremoses", "cachetools"}
+    assert names["beam"] == {"apache-beam"}
+    for extra in ("tflite", "onnx", "plot", "bench", "gateway"):
         assert names[extra] <= names["dev"], extra
+    # apache-beam needs protobuf < 7, requirements.txt pins protobuf 7.
+    assert not names["beam"] & names["dev"]
+    assert Version(_pins()["protobuf"]) >= Version("7") > Version(
+        _pins("requirements-beam.txt")["protobuf"])
     assert {"pytest", "hypothesis", "import-linter"} <= names["dev"]
     base = {canonicalize_name(Requirement(r).name)
             for r in _setup_py()["INSTALL_REQUIRES"]}
@@ -186,7 +207,29 @@ def _new_figure():
     new_figure(1, 1)
 
 
+def _importer(name):
+    def call():
+        import importlib
+
+        sys.modules.pop(name, None)
+        importlib.import_module(name)
+    return call
+
+
+def _translate_beam():
+    import argparse
+
+    from gnmt_tf.cli import translate_beam
+
+    translate_beam.run(argparse.Namespace(pipeline_args=[]))
+
+
 @pytest.mark.parametrize("module, call, extra", [
+    ("lingua", _importer("pipeline.language_id"), "gateway"),
+    ("lxml", _importer("pipeline.documents"), "gateway"),
+    ("sacremoses", _importer("pipeline.normalize"), "gateway"),
+    ("cachetools", _importer("pipeline.cache"), "gateway"),
+    ("apache_beam", _translate_beam, "beam"),
     ("onnxruntime", _onnxruntime, "onnx"),
     ("tf2onnx", _convert_to_onnx, "onnx"),
     ("matplotlib.figure", _new_figure, "plot"),
@@ -196,12 +239,34 @@ def test_a_missing_optional_package_names_its_extra(monkeypatch, module,
                                                     call, extra):
     assert extra in _setup_py()["extras"]
     monkeypatch.setitem(sys.modules, module, None)  # import raises
-    monkeypatch.delitem(sys.modules, "task_space.ctranslate2_converter",
-                        raising=False)
+    for name in ("task_space.ctranslate2_converter", "pipeline.language_id",
+                 "pipeline.documents", "pipeline.normalize", "pipeline.cache"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(Exception) as error:
         call()
     message = str(error.value)
     assert f"'gnmt-tf[{extra}]'" in message and "\n" not in message, message
+
+
+_BASE_IMPORTS = """
+import sys
+for name in ("lingua", "lxml", "sacremoses", "cachetools", "apache_beam"):
+    sys.modules[name] = None  # not installed
+import gnmt_tf.cli.translate, gnmt_tf.cli.train, export.cli, serving.cli
+import serving.server, serving.rest_server, serving.client
+import export.savedmodel, gnmt_tf.translator
+from gnmt_tf.cli.main import build_parser
+build_parser()
+print("ok")
+"""
+
+
+def test_base_commands_need_no_extra():
+    """train, translate (--server too), export savedmodel and serve import
+    without the gateway and beam extras."""
+    result = subprocess.run([sys.executable, "-c", _BASE_IMPORTS], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
 def test_every_imported_package_is_declared():
@@ -209,9 +274,14 @@ def test_every_imported_package_is_declared():
     declared = {canonicalize_name(Requirement(r).name) for r in
                 setup["INSTALL_REQUIRES"] + sum(setup["extras"].values(), [])}
     distributions = importlib.metadata.packages_distributions()
+    separate = {canonicalize_name(Requirement(r).name)
+                for extra in setup["SEPARATE_EXTRAS"]
+                for r in setup["extras"][extra]}
     missing = {}
     for module, path in _third_party_imports().items():
         names = {canonicalize_name(d) for d in distributions.get(module, [])}
+        if not names and canonicalize_name(module) in separate:
+            continue  # in its own environment (requirements-beam.txt)
         if not names:
             pytest.fail(f"{module} (imported by {path}) is not installed")
         if not names & declared:

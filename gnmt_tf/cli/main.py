@@ -68,6 +68,12 @@ def main(argv=None) -> int:
         print(f"gnmt-tf {args.command}: error: {describe_error(e)}",
               file=sys.stderr)
         return 2
+    except ModuleNotFoundError as e:  # an optional package: names its extra
+        if "pip install" not in str(e):
+            raise
+        print(f"gnmt-tf {args.command}: error: {describe_error(e)}",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"gnmt-tf {args.command}: interrupted", file=sys.stderr)
         return 130
