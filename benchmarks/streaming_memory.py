@@ -40,7 +40,8 @@ sys.path.insert(0, str(HERE))
 from results_file import command_line, write_text_atomic  # noqa: E402
 
 GNMT_TF = [sys.executable, "-m", "gnmt_tf.cli.main"]
-CHECKPOINTS = (1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000)
+CHECKPOINTS = (1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000,
+               300000, 500000)
 
 
 def make_input(path, source, size):
