@@ -72,6 +72,7 @@ class _WriteShard(beam.DoFn):
 
     def process(self, element):
         index, numbered = element
+        numbered = list(numbered)  # a runner's grouped values may be lazy
         shard = self._shards[index]
         translations = dict(numbered)
         if len(translations) != len(numbered) or \
