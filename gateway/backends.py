@@ -165,8 +165,6 @@ class ModelBackend:
                  ) -> List[SentenceResult]:
         import tensorflow as tf
 
-        from gnmt_tf.aligned_search import alignment_search_fn
-
         task = direction_task(self.task_names, self.fixed, src_lang,
                               tgt_lang, tags)
         ids = self.translator.task_ids(**task)
@@ -175,8 +173,8 @@ class ModelBackend:
         results = [blank_result() for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),
                        key=lambda i: lengths[i])
+        # One search at a time: TensorFlow spreads each over the cores.
         with self._lock:
-            function = alignment_search_fn(self.translator, self.options)
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start:start + self.batch_size]
                 batch = tf.constant([sentences[i].encode("utf-8")
@@ -185,10 +183,27 @@ class ModelBackend:
                     tf.constant([ids[t.name]] * len(chunk), tf.int32)
                     for t in self.translator.task_inputs]
                 out = {k: v.numpy()
-                       for k, v in function(batch, *task_batch).items()}
+                       for k, v in self._search(batch, task_batch).items()}
                 for row, i in enumerate(chunk):
                     results[i] = result_of_row(out, row)
         return results
+
+    def _search(self, batch, task_batch):
+        """Runs the search; remakes the tokenizer once if its resource is
+        gone (as `Translator._run`: a TensorFlow seed set since clears it)."""
+        import tensorflow as tf
+
+        from gnmt_tf.aligned_search import alignment_search_fn
+
+        try:
+            return alignment_search_fn(self.translator, self.options)(
+                batch, *task_batch)
+        except tf.errors.NotFoundError as e:
+            if "Sentencepiece" not in str(e):
+                raise
+        self.translator.reset_tokenizer()
+        return alignment_search_fn(self.translator, self.options)(
+            batch, *task_batch)
 
 
 class ServerBackend:

@@ -41,11 +41,11 @@ OUTPUTS = ("translations", "scores", "source_pieces", "source_lengths",
 
 def _piece_table(translator):
     """The vocabulary as a string constant `[V]` (id -> piece), made once."""
-    table = getattr(translator, "_gateway_pieces", None)
+    table = getattr(translator, "_piece_strings", None)
     if table is None:
         subwords = translator.subwords
         table = subwords.id_pieces(range(subwords.vocabulary_size))
-        translator._gateway_pieces = table
+        translator._piece_strings = table
     return tf.constant(table, tf.string)
 
 
@@ -111,17 +111,19 @@ def search_with_alignment(translator, sentences, options, **task):
 
 def alignment_search_fn(translator, options):
     """The `tf.function` `(sentences [B], *task ids) -> dict of OUTPUTS`
-    for `options` (with one hypothesis), cached on the translator."""
+    for `options` (with one hypothesis), cached with the translator's own
+    (so `Translator.reset_tokenizer` drops it too)."""
     import dataclasses
 
     options = dataclasses.replace(options, num_hypotheses=1)
-    cache = translator.__dict__.setdefault("_alignment_functions", {})
-    if options not in cache:
+    cache = translator._functions
+    key = ("search_with_alignment", options)
+    if key not in cache:
         names = [t.name for t in translator.task_inputs]
-        cache[options] = tf.function(
+        cache[key] = tf.function(
             lambda sentences, *task: search_with_alignment(
                 translator, sentences, options, **dict(zip(names, task))),
             input_signature=[tf.TensorSpec([None], tf.string),
                              *translator.task_specs()],
             autograph=False)
-    return cache[options]
+    return cache[key]

@@ -286,10 +286,15 @@ class Translator:
         except tf.errors.NotFoundError as e:
             if "Sentencepiece" not in str(e):
                 raise
+        self.reset_tokenizer()
+        return self.search_fn(options)(batch, *task_batch)
+
+    def reset_tokenizer(self):
+        """Makes the tokenizer again and drops the traced functions that
+        used the old one (see `_run`)."""
         self.subwords.reset_tf_tokenizer()
         self.tokenizer = self.subwords.tf_tokenizer
         self._functions.clear()
-        return self.search_fn(options)(batch, *task_batch)
 
     def translate(self, sentences, options=SearchOptions(), batch_size=32, **task):
         """Translates `sentences` (list of str) to a list of best translations."""

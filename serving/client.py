@@ -237,9 +237,9 @@ class TranslationClient:
         Raises:
           TranslationError: the request failed (after retries).
         """
-        return self._predict(sentences, task_inputs)[:3]
+        return self._request(sentences, task_inputs)[:3]
 
-    def _predict(self, sentences, task_inputs=None):
+    def _request(self, sentences, task_inputs=None):
         """`predict`, plus `{key: array}` of the `extra_outputs`."""
         request = predict_pb2.PredictRequest()
         self._model_spec(request.model_spec)
@@ -285,7 +285,7 @@ class TranslationClient:
               ) -> List[TranslationResult]:
         """Translate one packed request; never raises for server errors."""
         try:
-            translations, scores, version, extras = self._predict(
+            translations, scores, version, extras = self._request(
                 sentences, task_inputs)
         except TranslationError as e:
             if (e.code == grpc.StatusCode.INVALID_ARGUMENT
