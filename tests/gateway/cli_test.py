@@ -152,3 +152,16 @@ def test_gateway_command_needs_languages_with_a_server(capsys):
     assert err == ("gnmt-tf gateway: error: --server needs --languages (the "
                    "codes the served model knows; SRC,TGT for a GNMT "
                    "export)")
+
+
+def test_the_parser_loads_no_pipeline_server_or_model_code():
+    """`gnmt-tf --help` stays light with the gateway plugin registered."""
+    code = ("import sys; from gnmt_tf.cli.main import build_parser; "
+            "parser = build_parser(); "
+            "parser.parse_args(['gateway', '--model', 'x']); "
+            "print(sorted(m for m in ('tensorflow', 'grpc', 'lingua', "
+            "'lxml', 'fastapi', 'gateway.pipelines', 'gateway.service') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
