@@ -25,6 +25,7 @@ from pipeline.language_id import LanguageDetector
 from pipeline.language_id import UnsupportedLanguageError
 from pipeline.language_id import check_language
 from pipeline.normalize import normalize_reversibly
+from pipeline.results import texts
 from pipeline.sentence_split import split_sentences
 
 TranslateFn = Callable[[List[str], str, str, Sequence[str]], List[str]]
@@ -116,8 +117,8 @@ class Pipeline:
                     results[s] = hit
         todo = list(dict.fromkeys(s for s in sentences if s not in results))
         if todo:
-            out = list(self._translate(todo, task.src_lang, task.tgt_lang,
-                                       task.tags))
+            out = texts(self._translate(todo, task.src_lang, task.tgt_lang,
+                                        task.tags))
             if len(out) != len(todo):
                 raise ValueError(f"translate returned {len(out)} "
                                  f"translations for {len(todo)} sentences")
