@@ -1,4 +1,4 @@
-"""gnmt-tf: one distribution with six packages and the `gnmt-tf` command.
+"""gnmt-tf: one distribution with seven packages and the `gnmt-tf` command.
 
 `INSTALL_REQUIRES` holds the ranges that a user's installation may resolve
 within; `requirements.txt` pins the exact versions CI tests (each inside its
