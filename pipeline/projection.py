@@ -170,6 +170,10 @@ class WordAlignment:
         source word, else after the one linked to the previous word."""
         if not self.target_words:
             return len(self.target)
+        if position >= len(self.source.rstrip()):
+            return self.target_words[-1][1]  # the end stays the end
+        if not self.source[:position].strip():
+            return self.target_words[0][0]
         inside = [i for i, (a, b) in enumerate(self.source_words)
                   if a < position < b]
         if inside and self.links[inside[0]]:
