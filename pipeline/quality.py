@@ -20,7 +20,7 @@ a missing feature replaced by its mean on the fitting data (so a backend
 without attention or without the reverse direction gets a score from what
 it has). The weights in `DEFAULT_MODEL` are a least-squares fit (small ridge)
 of sentence chrF / 100 against the reference on Multi30k **val** en->de
-translated by the zoo model (`benchmarks/pipeline.py --fit-qe`, see
+translated by the zoo model (`benchmarks/pipeline.py`, section "qe"; see
 `benchmarks/results/pipeline.json` "qe_fit"); the test figure
 (`qe_spearman_chrf`, test_2017_flickr) never saw the fit. A document's
 score is the mean of its sentences' scores weighted by their length in
@@ -126,14 +126,15 @@ class QualityModel:
         return cls(intercept, {n: float(v) for n, v in zip(names, w)}, means)
 
 
-# Fitted by `benchmarks/pipeline.py --fit-qe` on Multi30k val en->de (see
-# the module docstring); replaced by the figures of that run.
+# Fitted by `benchmarks/pipeline.py` (section "qe") on 300 sentences of
+# Multi30k val en->de, zoo model multi30k-transformer at step 3000, greedy
+# (`benchmarks/results/pipeline.json` "qe_fit"; test Spearman there).
 DEFAULT_MODEL = QualityModel(
-    intercept=0.0,
-    weights={"logprob": 0.0, "coverage": 0.0, "entropy": 0.0,
-             "round_trip": 1.0},
-    means={"logprob": -1.0, "coverage": 0.5, "entropy": 0.5,
-           "round_trip": 0.5})
+    intercept=0.5715,
+    weights={"logprob": 0.1828, "coverage": 0.0578,
+             "entropy": -0.1597, "round_trip": 0.3411},
+    means={"logprob": -0.7268, "coverage": 0.7702,
+           "entropy": 0.6213, "round_trip": 0.5865})
 
 
 def document_score(scores: Sequence[float],
