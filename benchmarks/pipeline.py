@@ -573,8 +573,11 @@ def _write(out, data, args, seconds, started, argv):
                                   "over layers and heads"}
     data["seconds"] = dict(data.get("seconds", {}), **seconds)
     data["wall_seconds_this_run"] = round(time.time() - started, 1)
-    data["command"] = _benchmark("results_file").command_line(
-        "pipeline.py", argv)
+    command = _benchmark("results_file").command_line("pipeline.py", argv)
+    # Sections may come from different runs: each keeps its command.
+    data.setdefault("commands", {}).update(
+        {name: command for name in seconds})
+    data["command"] = command
     write_text_atomic(out, json.dumps(data, indent=2, ensure_ascii=False)
                       + "\n")
 
