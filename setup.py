@@ -90,7 +90,7 @@ setup(
     python_requires=PYTHON_REQUIRES,
     packages=find_packages(
         include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*",
-                 "pipeline*"]),
+                 "pipeline*", "gateway*"]),
     package_data={"export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*"]},
     install_requires=INSTALL_REQUIRES,

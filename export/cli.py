@@ -51,6 +51,11 @@ def register(subparsers):
     savedmodel.add_argument(
         "--warmup", help="file of warm-up sentences, one a line "
                          "(default: two built-in sentences)")
+    savedmodel.add_argument(
+        "--no-alignment-signature", dest="alignment_signature",
+        action="store_false",
+        help="leave out translate_with_alignment (scores, subwords and "
+             "alignment for the document pipeline's gateway)")
 
     tflite = actions.add_parser(
         "tflite", help="encode + decode_step TFLite models for on-device search")
@@ -133,7 +138,8 @@ def run(args) -> int:
             warmup = [s for s in read_lines(args.warmup) if s.strip()]
         path = export_savedmodel(args.model, args.out, options, warmup,
                                  _beam_sizes(args.beam_sizes),
-                                 args.max_source_length)
+                                 args.max_source_length,
+                                 alignment_signature=args.alignment_signature)
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":

@@ -13,6 +13,15 @@ graph. Signatures (`B` batch, `S` source subwords, `V` vocabulary):
   sizes compiled in, `beam_sizes`; 1 is greedy search), ``length_penalty``
   and ``coverage_penalty``; scalars have no batch dimension, so the
   server's request batching cannot merge these requests.
+- ``translate_with_alignment`` (unless exported without it): ``text`` (and
+  the task inputs) -> ``translations``, ``scores`` (log-probability per
+  output subword, end token included), ``source_pieces`` /
+  ``target_pieces`` string `[B, S]` / `[B, T]` with ``source_lengths`` /
+  ``target_lengths`` int32 `[B]`, and ``alignment`` float32 `[B, T, S]`
+  (alignment-head probabilities, else mean cross-attention, from a
+  teacher-forced pass over the output), with `serving_default`'s search
+  (see `gnmt_tf.aligned_search`); for a document pipeline that puts markup
+  back and estimates quality.
 - ``encode``: ``source_ids`` int32 `[B, S]` (0-padded, each row ending in
   the end token) -> the initial decoding state, one output per state tensor
   (GNMT: attention memory, keys, mask, ``h_i`` / ``c_i``; the task-space
@@ -50,11 +59,13 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 
 from gnmt_tf import model_dir as model_dir_lib
+from gnmt_tf.aligned_search import search_with_alignment
 from gnmt_tf.translator import SearchOptions, Translator
 
 WARMUP_FILE = "tf_serving_warmup_requests"
 METADATA_FILE = "gnmt_tf_export.json"
 DEFAULT_BEAM_SIZES = (1, 2, 4)
+ALIGNMENT_SIGNATURE = "translate_with_alignment"
 DEFAULT_WARMUP_SENTENCES = (
     "Hello.",
     "A man in a blue shirt is standing on a ladder cleaning windows.",
@@ -239,10 +250,13 @@ class TranslationModule(WeightsModule):
         the default beam size is always added.
       max_source_length: int or None. Longer inputs (in subwords) are
         rejected; default and bound as `Translator`'s.
+      alignment_signature: bool. Also save ``translate_with_alignment``
+        (one more search to trace and save).
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
-                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None):
+                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None,
+                 alignment_signature=True):
         super().__init__(model, "translation")
         self.translator = Translator(model, subwords, max_source_length)
         # Tracked so that the SentencePiece resource is saved with the graph.
@@ -263,6 +277,11 @@ class TranslationModule(WeightsModule):
         self.translate_with_options = tf.function(
             self._translate_with_options, autograph=False,
             input_signature=[TEXT_SPEC, *task_specs, *OPTION_SPECS])
+        self.translate_with_alignment = None
+        if alignment_signature:
+            self.translate_with_alignment = tf.function(
+                self._translate_with_alignment, autograph=False,
+                input_signature=[TEXT_SPEC, *task_specs])
         self.encode, self.decode_step = make_step_functions(
             model, encode_fn=self._encode,
             encode_specs=[tf.TensorSpec([None, None], tf.int32,
@@ -270,13 +289,17 @@ class TranslationModule(WeightsModule):
 
     def signatures(self):
         """The `{name: concrete_function}` map to save."""
-        return {
+        signatures = {
             "serving_default": self.serve.get_concrete_function(),
             "translate_with_options":
                 self.translate_with_options.get_concrete_function(),
             "encode": self.encode,
             "decode_step": self.decode_step,
         }
+        if self.translate_with_alignment is not None:
+            signatures[ALIGNMENT_SIGNATURE] = (
+                self.translate_with_alignment.get_concrete_function())
+        return signatures
 
     # --- task strings -> model inputs -----------------------------------------
 
@@ -401,6 +424,23 @@ class TranslationModule(WeightsModule):
         translations, scores = tf.switch_case(
             index, [branch(k) for k in self.beam_sizes])
         return {"translations": translations[:, 0], "scores": scores[:, 0]}
+
+    def _translate_with_alignment(self, text, *task):
+        """`translate_with_alignment`: `serving_default`'s search (best
+        hypothesis) with scores, pieces and alignment; blanks -> "" with
+        score 0 and no pieces."""
+        task = self._task_ids(tf.size(text), task)
+        text = self._check_text(text)
+        options = dataclasses.replace(self.search_options, num_hypotheses=1)
+        out = search_with_alignment(self.translator, text, options, **task)
+        blank = tf.strings.regex_full_match(text, _BLANK_PATTERN)
+        zero = tf.zeros_like(out["target_lengths"])
+        out["translations"] = tf.where(blank, tf.constant(""),
+                                       out["translations"])
+        out["scores"] = tf.where(blank, tf.constant(0.0), out["scores"])
+        out["source_lengths"] = tf.where(blank, zero, out["source_lengths"])
+        out["target_lengths"] = tf.where(blank, zero, out["target_lengths"])
+        return out
 
     def _encode(self, source_ids, *task):
         ids = self._task_ids(tf.shape(source_ids)[0], task)
@@ -532,7 +572,8 @@ def directory_metadata(payload):
 
 def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
-                      max_source_length=None, warmup_task=None):
+                      max_source_length=None, warmup_task=None,
+                      alignment_signature=True):
     """Exports a trained model directory (any model type) as a servable
     SavedModel (written in full before it appears: see `save_module`).
 
@@ -560,6 +601,7 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       warmup_task: dict of the warm-up requests' task strings (default: the
         model's `default_task`, e.g. its first trained direction out of
         English).
+      alignment_signature: bool. Also save ``translate_with_alignment``.
 
     Returns:
       The export directory as a `pathlib.Path`.
@@ -572,7 +614,7 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     export_dir = check_export_dir(export_dir)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
-                               max_source_length)
+                               max_source_length, alignment_signature)
     task = dict(model.default_task if warmup_task is None else warmup_task)
     module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:

@@ -148,7 +148,8 @@ class Translator:
 
     def search(self, sentences, options: SearchOptions, **task):
         """Graph body: strings `[B]` and the task as int32 ids (`[B]`, or
-        `[B, K]` multi-hot) -> dict(translations [B, N], scores [B, N])."""
+        `[B, K]` multi-hot) -> dict(translations [B, N], scores [B, N],
+        ...) (see `decode`)."""
         source_ids, source_lengths = self.tokenize(sentences, task)
         max_lengths = self.max_lengths(source_lengths, options)
         encoded = self.model.encode(source_ids, **task)
@@ -168,7 +169,9 @@ class Translator:
         return lengths
 
     def decode(self, state, source_lengths, options: SearchOptions, max_lengths=None):
-        """Runs the search from a decoding `state` and detokenises the result."""
+        """Runs the search from a decoding `state` and detokenises the result:
+        dict(translations [B, N], scores [B, N]) plus the search's `ids`
+        [B, N, T], `lengths` [B, N] and `log_probs` [B, N]."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
         start_ids = tf.fill([tf.shape(source_lengths)[0]], self.bos_id)
@@ -185,7 +188,8 @@ class Translator:
                 num_hypotheses=options.num_hypotheses,
                 early_stopping=options.early_stopping)
         return {"translations": self.detokenize(result.ids, result.lengths),
-                "scores": result.scores}
+                "scores": result.scores, "ids": result.ids,
+                "lengths": result.lengths, "log_probs": result.log_probs}
 
     def task_specs(self):
         """The int32 `TensorSpec`s of the task inputs, in order."""
@@ -282,10 +286,15 @@ class Translator:
         except tf.errors.NotFoundError as e:
             if "Sentencepiece" not in str(e):
                 raise
+        self.reset_tokenizer()
+        return self.search_fn(options)(batch, *task_batch)
+
+    def reset_tokenizer(self):
+        """Makes the tokenizer again and drops the traced functions that
+        used the old one (see `_run`)."""
         self.subwords.reset_tf_tokenizer()
         self.tokenizer = self.subwords.tf_tokenizer
         self._functions.clear()
-        return self.search_fn(options)(batch, *task_batch)
 
     def translate(self, sentences, options=SearchOptions(), batch_size=32, **task):
         """Translates `sentences` (list of str) to a list of best translations."""

@@ -81,6 +81,8 @@ class TranslationResult:
       error: str or None. Why this sentence failed.
       code: `grpc.StatusCode` or None. The status of the failed request.
       model_version: int or None. The version that served it.
+      outputs: dict or None. This sentence's row of each of the client's
+        `extra_outputs` (NumPy arrays; strings as bytes), when it has any.
     """
     source: str
     translation: Optional[str] = None
@@ -88,6 +90,7 @@ class TranslationResult:
     error: Optional[str] = None
     code: Optional[grpc.StatusCode] = None
     model_version: Optional[int] = None
+    outputs: Optional[dict] = None
 
     @property
     def ok(self) -> bool:
@@ -123,6 +126,10 @@ class TranslationClient:
         an export's `translate_with_options` (whose beam sizes are fixed at
         export time: others fail with INVALID_ARGUMENT; see
         `check_request_inputs`).
+      extra_outputs: names of further outputs of the signature (e.g. an
+        export's `translate_with_alignment`: ``source_pieces``,
+        ``alignment``, ...), each with one row per sentence; every
+        `TranslationResult` carries its rows in `outputs`.
     """
 
     def __init__(self, target: str, model_name: str,
@@ -136,7 +143,8 @@ class TranslationClient:
                  max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
                  channel: Optional[grpc.Channel] = None,
                  task_inputs: Optional[Mapping[str, str]] = None,
-                 search_options: Optional[Mapping[str, float]] = None):
+                 search_options: Optional[Mapping[str, float]] = None,
+                 extra_outputs: Sequence[str] = ()):
         if timeout <= 0 or max_retries < 0 or max_in_flight < 1:
             raise ValueError("need timeout > 0, max_retries >= 0, "
                              "max_in_flight >= 1")
@@ -153,6 +161,7 @@ class TranslationClient:
         self.max_retries = max_retries
         self.output_key = output_key
         self.score_key = score_key
+        self.extra_outputs = tuple(extra_outputs)
         self.max_batch_sentences = max_batch_sentences
         self.max_batch_units = max_batch_units
         self.batch_unit = batch_unit
@@ -228,6 +237,10 @@ class TranslationClient:
         Raises:
           TranslationError: the request failed (after retries).
         """
+        return self._request(sentences, task_inputs)[:3]
+
+    def _request(self, sentences, task_inputs=None):
+        """`predict`, plus `{key: array}` of the `extra_outputs`."""
         request = predict_pb2.PredictRequest()
         self._model_spec(request.model_spec)
         request.inputs[self.input_key].CopyFrom(
@@ -255,14 +268,25 @@ class TranslationClient:
                 "translations received")
         version = (response.model_spec.version.value
                    if response.model_spec.HasField("version") else None)
-        return translations, scores, version
+        extras = {}
+        for key in self.extra_outputs:
+            if key not in response.outputs:
+                raise TranslationError(
+                    f"response has no output {key!r} "
+                    f"(has {sorted(response.outputs)})")
+            extras[key] = tensor_codec.to_numpy(response.outputs[key])
+            if extras[key].shape[:1] != (len(sentences),):
+                raise TranslationError(
+                    f"output {key!r} has shape {list(extras[key].shape)} "
+                    f"for {len(sentences)} sentences")
+        return translations, scores, version, extras
 
     def _send(self, sentences: List[str], task_inputs=None
               ) -> List[TranslationResult]:
         """Translate one packed request; never raises for server errors."""
         try:
-            translations, scores, version = self.predict(sentences,
-                                                         task_inputs)
+            translations, scores, version, extras = self._request(
+                sentences, task_inputs)
         except TranslationError as e:
             if (e.code == grpc.StatusCode.INVALID_ARGUMENT
                     and len(sentences) > 1):
@@ -271,8 +295,10 @@ class TranslationClient:
                         + self._send(sentences[half:], task_inputs))
             return [TranslationResult(s, error=str(e), code=e.code)
                     for s in sentences]
-        return [TranslationResult(s, t, None if scores is None else scores[i],
-                                  model_version=version)
+        return [TranslationResult(
+                    s, t, None if scores is None else scores[i],
+                    model_version=version,
+                    outputs={k: v[i] for k, v in extras.items()} or None)
                 for i, (s, t) in enumerate(zip(sentences, translations))]
 
     def check_request_inputs(self, probe: str = "a"):

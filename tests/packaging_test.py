@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("gnmt_tf", "task_space", "alignment", "export", "serving",
-            "pipeline")
+            "pipeline", "gateway")
 
 
 def _setup_py():
@@ -124,7 +124,7 @@ def test_requirements_pin_versions_inside_the_declared_ranges():
 
 
 def _third_party_imports():
-    """`{top-level module: first file importing it}` of the six packages."""
+    """`{top-level module: first file importing it}` of the packages."""
     first_party = set(PACKAGES)
     found = {}
     for package in PACKAGES:

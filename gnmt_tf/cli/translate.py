@@ -6,12 +6,22 @@ directory (``--onnx``); the two exports are searched on the host by
 `gnmt_tf.host_translator`. Task-space models take ``--src-lang``,
 ``--tgt-lang`` and ``--tags`` with each. Input is read and output written
 a chunk at a time (`gnmt_tf.cli.streaming`).
+
+With a document-pipeline flag (``--format``, ``--src-lang auto``,
+``--glossary``, ``--qe``, ``--min-quality``) the whole input is one document
+(plain text or HTML) run through the document pipeline (normalisation,
+language detection, sentence splitting, markup kept) by the module
+`DOCUMENT_PIPELINE` names: `gnmt_tf` imports no pipeline module itself.
 """
 
+import importlib
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
 from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+
+# The document mode's implementation, loaded by name (`gateway.cli`).
+DOCUMENT_PIPELINE = "gateway.cli"
 
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
@@ -128,7 +138,60 @@ def register(subparsers):
                         help="sentences --plot-attention draws (default 10)")
     add_search_arguments(parser)
     task_flags.add_task_arguments(parser)
+    add_document_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_document_arguments(parser):
+    """The document-pipeline flags (any of them selects the document
+    mode; `--src-lang auto` too)."""
+    group = parser.add_argument_group(
+        "document pipeline", "translate the whole input as one document "
+        "(needs --tgt-lang; --src-lang auto detects the language)")
+    group.add_argument("--format", choices=["text", "html"], default=None,
+                       help="the input is plain text (paragraphs separated "
+                            "by blank lines) or HTML (markup kept)")
+    group.add_argument("--languages", metavar="CODES",
+                       help="comma-separated codes the model knows (with "
+                            "--server; default: --src-lang,--tgt-lang)")
+    group.add_argument("--glossary", metavar="TSV",
+                       help="terms to translate as given: SOURCE<TAB>TARGET "
+                            "a line")
+    group.add_argument("--qe", action="store_true",
+                       help="estimate the quality of each sentence")
+    group.add_argument("--min-quality", type=finite_float, default=None,
+                       metavar="X",
+                       help="keep the source of sentences estimated below X")
+
+
+def document_mode(args) -> bool:
+    """Whether a document-pipeline flag was given."""
+    return bool(getattr(args, "format", None)
+                or getattr(args, "src_lang", None) == "auto"
+                or getattr(args, "glossary", None)
+                or getattr(args, "qe", False)
+                or getattr(args, "min_quality", None) is not None)
+
+
+def _translate_document(args):
+    """Runs `DOCUMENT_PIPELINE`'s `run_translate_document`."""
+    try:
+        module = importlib.import_module(DOCUMENT_PIPELINE)
+    except ModuleNotFoundError as e:
+        if e.name and DOCUMENT_PIPELINE.startswith(e.name):
+            raise ValueError("the document pipeline (package gateway) is "
+                             "not installed") from None
+        raise
+    options = None
+    if getattr(args, "model", None):
+        options = search_options(args)
+        if options.num_hypotheses > 1:
+            raise ValueError("--n-best > 1 cannot be used with a document")
+    elif given_search_flags(args):
+        raise ValueError("search flags cannot be used with --server and a "
+                         "document: the export's translate_with_alignment "
+                         "searches with its own options")
+    return module.run_translate_document(args, options)
 
 
 def format_results(results, options, first=0):
@@ -241,6 +304,11 @@ def _translate_on_host(args, flag):
 
 def run(args):
     check_files(args)
+    if document_mode(args):
+        if getattr(args, "plot_attention", None):
+            raise ValueError("--plot-attention cannot be used with a "
+                             "document")
+        return _translate_document(args)
     plot_dir = getattr(args, "plot_attention", None)
     if plot_dir and (args.server or getattr(args, "tflite", None)
                      or getattr(args, "onnx", None)):

@@ -29,7 +29,16 @@ def test_layout(export_dir, tiny_model_dir, settings):
 def test_signatures(fresh_process):
     sigs = fresh_process["signatures"]
     assert set(sigs) == {"serving_default", "translate_with_options",
-                         "encode", "decode_step"}
+                         "translate_with_alignment", "encode", "decode_step"}
+    string, lengths = ["string", [None]], ["int32", [None]]
+    assert sigs["translate_with_alignment"] == {
+        "inputs": {"text": string},
+        "outputs": {"translations": string, "scores": ["float32", [None]],
+                    "source_pieces": ["string", [None, None]],
+                    "source_lengths": lengths,
+                    "target_pieces": ["string", [None, None]],
+                    "target_lengths": lengths,
+                    "alignment": ["float32", [None, None, None]]}}
     assert sigs["serving_default"] == {
         "inputs": {"text": ["string", [None]]},
         "outputs": {"translations": ["string", [None]],

@@ -52,6 +52,7 @@ def test_metadata_and_layout(ts_export_dir, ts_model_dir):
     assert metadata["max_source_length"] == metadata["max_target_length"]
     assert metadata["signatures"] == ["decode_step", "encode",
                                       "serving_default",
+                                      "translate_with_alignment",
                                       "translate_with_options"]
 
 
@@ -66,6 +67,9 @@ def test_signatures(ts_fresh):
     assert sigs["translate_with_options"]["inputs"] == dict(
         request, beam_size=["int32", []], length_penalty=["float32", []],
         coverage_penalty=["float32", []])
+    assert sigs["translate_with_alignment"]["inputs"] == request
+    assert sigs["translate_with_alignment"]["outputs"]["alignment"] == [
+        "float32", [None, None, None]]
     encode, step = sigs["encode"], sigs["decode_step"]
     assert encode["inputs"] == {"source_ids": ["int32", [None, None]],
                                 "src_lang": string, "tgt_lang": string,

@@ -1,0 +1,345 @@
+"""The HTTP gateway: documents in, documents out, over a `Pipeline`.
+
+    POST /v1/translate   translate a document (JSON, or the raw document)
+    GET  /v1/languages   the languages the model knows
+    GET  /healthz        {"status": "ok"}
+
+FastAPI on uvicorn (as `serving.rest_server`), bound to 127.0.0.1 unless
+told otherwise. The model behind it is a `gateway.Pipeline`: in process
+(`from_model_dir`) or a server (`from_server`).
+
+``POST /v1/translate`` takes JSON::
+
+    {"text": "..."} or {"html": "..."}     the document (one of the two)
+    "format": "text" | "html"              default: by the key given
+    "src_lang": "en" | "auto"              default "auto" (detected)
+    "tgt_lang": "de"                       required
+    "tags": ["news"] or "news,formal"      scene tags (task-space models)
+    "glossary": [{"source": s, "target": t}, ...] or [[s, t], ...]
+
+and answers ``{"translation": ..., "format", "src_lang", "tgt_lang",
+"detected_language" (the detected code, or null when src_lang was given),
+"warnings": [...]}`` (repaired HTML). A raw document (`Content-Type:
+text/plain` or `text/html`, parameters in the query string:
+``?tgt_lang=de&src_lang=auto&tags=news``) comes back raw, with
+``Content-Language`` and ``X-Source-Language`` headers.
+
+Errors are ``{"error": "one line"}`` with a 4xx status: 400 bad input
+(malformed JSON, invalid UTF-8, an empty document, malformed XHTML, an
+unknown language, naming the supported ones; a missing field), 413 a body
+over the size limit, 415 another content type, 422 a glossary while the
+pipeline takes none; 502/503/504 when the translation server fails.
+"""
+
+import inspect
+import json
+import logging
+import threading
+import warnings
+from typing import Optional
+from urllib.parse import parse_qs
+
+import fastapi
+from fastapi.concurrency import run_in_threadpool
+
+from gateway.backends import BackendError
+from pipeline.documents import DocumentError
+from pipeline.documents import MalformedHTMLWarning
+from pipeline.documents import read_document
+from pipeline.language_id import UnsupportedLanguageError
+from pipeline.language_id import check_language
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("text", "html")
+_JSON_FIELDS = ("text", "html", "format", "src_lang", "tgt_lang", "tags",
+                "glossary")
+_RAW_TYPES = {"text/plain": "text", "text/html": "html",
+              "application/xhtml+xml": "html"}
+# JSON escaping can make a document's body up to 6 times its size ("\\uXXXX"
+# per byte); the document itself is checked against the pipeline's limit.
+_JSON_OVERHEAD = 6
+# `warnings.catch_warnings` changes process-wide state: one reader at a time.
+_WARNINGS_LOCK = threading.Lock()
+
+
+class RequestError(ValueError):
+    """A bad request; `status` is its HTTP status."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def _error(status: int, message: str) -> fastapi.responses.JSONResponse:
+    return fastapi.responses.JSONResponse({"error": message},
+                                          status_code=status)
+
+
+def _tags(value) -> tuple:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return tuple(value)
+    raise RequestError("tags must be a list of strings or a comma-separated "
+                       "string")
+
+
+def _glossary(value):
+    """Glossary entries as `(source, target)` pairs."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise RequestError("glossary must be a list of {source, target} "
+                           "entries")
+    pairs = []
+    for n, entry in enumerate(value, 1):
+        if isinstance(entry, dict) and set(entry) == {"source", "target"}:
+            pair = (entry["source"], entry["target"])
+        elif isinstance(entry, list) and len(entry) == 2:
+            pair = tuple(entry)
+        else:
+            raise RequestError(f"glossary entry {n}: expected "
+                               '{"source": ..., "target": ...}')
+        if not all(isinstance(p, str) and p.strip() for p in pair):
+            raise RequestError(f"glossary entry {n}: source and target must "
+                               "be non-empty strings")
+        pairs.append(pair)
+    return pairs
+
+
+def _decode_utf8(body: bytes, what: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RequestError(f"{what} is not valid UTF-8 (byte "
+                           f"{body[e.start]:#04x} at offset {e.start})") \
+            from None
+
+
+def parse_json_request(body: bytes) -> dict:
+    """The request fields of a JSON body; `RequestError` for a bad one."""
+    text = _decode_utf8(body, "the request body")
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RequestError(f"malformed JSON: {e.msg} at line {e.lineno} "
+                           f"column {e.colno}") from None
+    if not isinstance(fields, dict):
+        raise RequestError("the request must be a JSON object")
+    unknown = sorted(set(fields) - set(_JSON_FIELDS))
+    if unknown:
+        raise RequestError(f"unknown field(s) {', '.join(unknown)}; known: "
+                           f"{', '.join(_JSON_FIELDS)}")
+    given = [key for key in ("text", "html") if key in fields]
+    if len(given) != 1:
+        raise RequestError('give the document as "text" or "html" (one of '
+                           "them)")
+    document = fields[given[0]]
+    if not isinstance(document, str):
+        raise RequestError(f'"{given[0]}" must be a string')
+    fmt = fields.get("format") or given[0]
+    if given[0] == "html" and fmt != "html":
+        raise RequestError('"html" given with format "text"')
+    return {"document": document, "format": fmt,
+            "src_lang": fields.get("src_lang"),
+            "tgt_lang": fields.get("tgt_lang"),
+            "tags": _tags(fields.get("tags")),
+            "glossary": _glossary(fields.get("glossary")), "raw": False}
+
+
+def parse_raw_request(body: bytes, fmt: str, query: str) -> dict:
+    """The request fields of a raw document with query parameters."""
+    params = {k: v[-1] for k, v in parse_qs(query).items()}
+    unknown = sorted(set(params) - {"src_lang", "tgt_lang", "tags"})
+    if unknown:
+        raise RequestError(f"unknown parameter(s) {', '.join(unknown)}; "
+                           "known: src_lang, tgt_lang, tags")
+    return {"document": body, "format": fmt,
+            "src_lang": params.get("src_lang"),
+            "tgt_lang": params.get("tgt_lang"),
+            "tags": _tags(params.get("tags")), "glossary": None,
+            "raw": True}
+
+
+class Gateway:
+    """Request handling over a `Pipeline`, apart from HTTP (so it runs on a
+    worker thread).
+
+    Args:
+      pipeline: a `gateway.Pipeline` (or any `pipeline.Pipeline`).
+    """
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+        parameters = inspect.signature(pipeline.translate_document).parameters
+        self.takes_glossary = "glossary" in parameters
+
+    def translate(self, request: dict) -> dict:
+        """Translates one parsed request; returns the response fields.
+
+        Raises:
+          RequestError, UnsupportedLanguageError, DocumentError, ValueError,
+          BackendError.
+        """
+        fmt = request["format"]
+        if fmt not in FORMATS:
+            raise RequestError(f"unknown format {fmt!r}; expected text or "
+                               "html")
+        languages = self.pipeline.languages
+        tgt_lang = request["tgt_lang"]
+        if not tgt_lang or not isinstance(tgt_lang, str):
+            raise RequestError("tgt_lang is required; supported: "
+                               f"{', '.join(languages)}")
+        tgt_lang = check_language(tgt_lang, languages)
+        src_lang = request["src_lang"] or "auto"
+        if not isinstance(src_lang, str):
+            raise RequestError("src_lang must be a string")
+        document = request["document"]
+        if not (document.strip() if isinstance(document, str)
+                else document.strip()):
+            raise RequestError("the document is empty")
+        # A raw document is bytes: UTF-8, unless an HTML document declares
+        # its own encoding (pipeline.documents reads the declaration).
+        segments, repaired = self._read(document, fmt)
+        detected = None
+        if src_lang == "auto":
+            text = " ".join(segments)
+            detected = (self.pipeline.detect_language(text)
+                        if text.strip() else tgt_lang)
+            src_lang = detected
+        src_lang = check_language(src_lang, languages)
+        kwargs = {}
+        if request.get("glossary") is not None:
+            if not self.takes_glossary:
+                raise RequestError("glossaries are not available in this "
+                                   "version of the pipeline", 422)
+            kwargs["glossary"] = request["glossary"]
+        translation = self.pipeline.translate_document(
+            document, src_lang=src_lang, tgt_lang=tgt_lang,
+            tags=request["tags"], format=fmt, **kwargs)
+        return {"translation": translation, "format": fmt,
+                "src_lang": src_lang, "tgt_lang": tgt_lang,
+                "detected_language": detected, "warnings": repaired}
+
+    def _read(self, document, fmt):
+        """The document's segments and what the HTML parser repaired
+        (`DocumentError` for unreadable input, before any translating)."""
+        with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", MalformedHTMLWarning)
+            segments = read_document(document, fmt,
+                                     self.pipeline.max_bytes).segments
+        return segments, [str(w.message) for w in caught
+                          if issubclass(w.category, MalformedHTMLWarning)]
+
+
+def make_app(pipeline, max_body_bytes: Optional[int] = None):
+    """The FastAPI app of the gateway over `pipeline`.
+
+    Args:
+      pipeline: a `gateway.Pipeline`.
+      max_body_bytes: int or None. Larger bodies get 413 (default: room for
+        a document of `pipeline.max_bytes` in JSON).
+    """
+    gateway = Gateway(pipeline)
+    limit = max_body_bytes or pipeline.max_bytes * _JSON_OVERHEAD + 4096
+    app = fastapi.FastAPI(title="gnmt-tf gateway", docs_url=None,
+                          redoc_url=None, openapi_url=None)
+
+    @app.get("/healthz")
+    def healthz():
+        return {"status": "ok"}
+
+    @app.get("/v1/languages")
+    def languages():
+        return {"languages": list(pipeline.languages)}
+
+    @app.post("/v1/translate")
+    async def translate(request: fastapi.Request):
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            return _error(413, f"request body of {declared} bytes is over "
+                               f"the limit of {limit} bytes")
+        body = await request.body()
+        if len(body) > limit:
+            return _error(413, f"request body of {len(body)} bytes is over "
+                               f"the limit of {limit} bytes")
+        if not body:
+            return _error(400, "empty request body")
+        kind = request.headers.get("content-type", "application/json")
+        kind = kind.split(";")[0].strip().lower()
+        try:
+            if kind in ("application/json", ""):
+                parsed = parse_json_request(body)
+            elif kind in _RAW_TYPES:
+                parsed = parse_raw_request(body, _RAW_TYPES[kind],
+                                           request.url.query)
+            else:
+                return _error(415, f"unsupported content type {kind!r}; "
+                                   "send JSON, text/plain or text/html")
+            result = await run_in_threadpool(gateway.translate, parsed)
+        except RequestError as e:
+            return _error(e.status, str(e))
+        except DocumentError as e:
+            status = 413 if "over the limit" in str(e) else 400
+            return _error(status, str(e))
+        except (UnsupportedLanguageError, ValueError, TypeError) as e:
+            return _error(400, str(e).splitlines()[0] if str(e) else
+                          type(e).__name__)
+        except BackendError as e:
+            return _error(e.status, str(e))
+        except Exception:  # noqa: BLE001  (answer 500, keep serving)
+            log.exception("gateway: translating a request failed")
+            return _error(500, "internal error (see the gateway's log)")
+        if parsed["raw"]:
+            translation = result["translation"]
+            media = ("text/plain; charset=utf-8" if parsed["format"] == "text"
+                     else "text/html")
+            if isinstance(translation, str):
+                translation = translation.encode("utf-8")
+                media = f"{media.split(';')[0]}; charset=utf-8"
+            return fastapi.Response(
+                translation, media_type=media,
+                headers={"Content-Language": result["tgt_lang"],
+                         "X-Source-Language": result["src_lang"]})
+        return result
+
+    return app
+
+
+class GatewayServer:
+    """The gateway on a uvicorn thread (`serving.rest_server.RestServer`).
+
+    Args:
+      pipeline: a `gateway.Pipeline`.
+      host: str. Interface to bind (default 127.0.0.1: this machine only).
+      port: int. 0 picks a free one (see `port` after `start()`).
+      max_body_bytes: as `make_app`'s.
+    """
+
+    def __init__(self, pipeline, host: str = "127.0.0.1", port: int = 0,
+                 max_body_bytes: Optional[int] = None):
+        from serving.rest_server import RestServer
+
+        self._rest = RestServer(make_app(pipeline, max_body_bytes), host,
+                                port)
+
+    @property
+    def port(self) -> int:
+        return self._rest.port
+
+    @property
+    def url(self) -> str:
+        host = self._rest.host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+    def start(self):
+        """Binds (`OSError` when the port is taken) and serves."""
+        self._rest.bind()
+        self._rest.start()
+
+    def stop(self, grace: float = 5.0):
+        self._rest.stop(grace)
