@@ -525,6 +525,10 @@ def main(argv=None):
                         help="sentences of val (fit) and test_2017 (eval)")
     parser.add_argument("--throughput-docs", type=int, default=20)
     parser.add_argument("--sections", default="all")
+    parser.add_argument("--backend", choices=("gateway", "local"),
+                        default="gateway",
+                        help="gateway.backends.ModelBackend, or this "
+                             "script's own teacher-forced pass")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
     sections = (["lid", "split", "html", "wmt22", "glossary", "qe",
@@ -535,7 +539,7 @@ def main(argv=None):
     started = time.time()
     backend = None
     if set(sections) - {"lid", "split"}:
-        backend = ModelBackend(args.model_dir)
+        backend = _backend(args)
     from pipeline.pipeline import Pipeline
     from pipeline.cache import TranslationCache
 
@@ -563,11 +567,26 @@ def main(argv=None):
     _summary(data)
 
 
+def _backend(args):
+    """The gateway's in-process backend (greedy), or this file's own
+    (`--backend local`: the same score and attention, computed here)."""
+    if args.backend == "local":
+        return ModelBackend(args.model_dir)
+    from gateway.backends import ModelBackend as GatewayBackend
+    from gnmt_tf.translator import SearchOptions
+
+    return GatewayBackend.from_model_dir(args.model_dir,
+                                         SearchOptions(beam_size=1), 32)
+
+
 def _write(out, data, args, seconds, started, argv):
     """Writes the figures so far (after every section: a failing section
     keeps the others')."""
     data["model"] = {"model_dir": args.model_dir,
                      "checkpoint": args.checkpoint_note,
+                     "backend": ("gateway.backends.ModelBackend"
+                                 if args.backend == "gateway" else
+                                 "benchmarks/pipeline.py ModelBackend"),
                      "search": "greedy",
                      "alignment": "teacher-forced cross-attention, mean "
                                   "over layers and heads"}
