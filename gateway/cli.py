@@ -13,6 +13,7 @@ __all__ = ["register", "run", "run_translate_document"]
 
 def register(subparsers) -> None:
     from gnmt_tf.cli.arg_types import positive_float, positive_int
+    from gnmt_tf.cli.translate import add_search_arguments
 
     parser = subparsers.add_parser(
         "gateway", help="HTTP service translating documents (text, HTML)",
@@ -42,6 +43,7 @@ def register(subparsers) -> None:
                         help="largest document accepted (default 10)")
     parser.add_argument("--batch-size", type=positive_int, default=32,
                         help="sentences per search call (--model)")
+    add_search_arguments(parser)  # --model's search (a server's is its own)
     parser.set_defaults(func=run)
 
 
@@ -103,8 +105,18 @@ def run(args) -> int:
 
     from gateway.service import GatewayServer
 
+    from gnmt_tf.cli.translate import given_search_flags, search_options
+
+    options = None
+    if args.model:
+        options = search_options(args)
+        if options.num_hypotheses > 1:
+            raise ValueError("--n-best > 1 cannot be used with the gateway")
+    elif given_search_flags(args):
+        raise ValueError("search flags need --model: a served model "
+                         "searches with its export's options")
     max_bytes = int(args.max_document_mb * 1_000_000)
-    pipeline = make_pipeline(args, max_bytes)
+    pipeline = make_pipeline(args, max_bytes, options)
     server = GatewayServer(pipeline, args.host, args.port)
     server.start()
     print(f"gnmt-tf gateway: {', '.join(pipeline.languages)} on "

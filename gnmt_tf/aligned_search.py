@@ -96,8 +96,8 @@ def search_with_alignment(translator, sentences, options, **task):
     prefix = 0 if model.source_prefix is None else 1
     source_piece_ids = source_ids[:, prefix:]
     pieces = _piece_table(translator)
-    scores = tf.math.divide_no_nan(result["log_probs"][:, 0],
-                                   tf.cast(lengths, tf.float32))
+    scores = result["log_probs"][:, 0] / tf.cast(tf.maximum(lengths, 1),
+                                                 tf.float32)
     return {
         "translations": result["translations"][:, 0],
         "scores": tf.cast(scores, tf.float32),

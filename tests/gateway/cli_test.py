@@ -146,9 +146,29 @@ def test_gateway_command_over_a_server(grpc_server, tmp_path):
         assert proc.wait(timeout=30) == 0
 
 
-def test_gateway_command_needs_languages_with_a_server(capsys):
-    assert main(["gateway", "--server", "127.0.0.1:1", "--port", "0"]) == 2
+@pytest.mark.parametrize("flags, message", [
+    (["--server", "127.0.0.1:1"],
+     "--server needs --languages (the codes the served model knows; "
+     "SRC,TGT for a GNMT export)"),
+    (["--server", "127.0.0.1:1", "--languages", "en,de", "--beam-size",
+      "2"], "search flags need --model: a served model searches with its "
+     "export's options"),
+    ([], "give --model DIR or --server HOST:PORT (one of them)"),
+])
+def test_gateway_command_errors(capsys, flags, message):
+    assert main(["gateway", "--port", "0", *flags]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == ("gnmt-tf gateway: error: --server needs --languages (the "
-                   "codes the served model knows; SRC,TGT for a GNMT "
-                   "export)")
+    assert err == f"gnmt-tf gateway: error: {message}"
+
+
+def test_the_parser_loads_no_pipeline_server_or_model_code():
+    """`gnmt-tf --help` stays light with the gateway plugin registered."""
+    code = ("import sys; from gnmt_tf.cli.main import build_parser; "
+            "parser = build_parser(); "
+            "parser.parse_args(['gateway', '--model', 'x']); "
+            "print(sorted(m for m in ('tensorflow', 'grpc', 'lingua', "
+            "'lxml', 'fastapi', 'gateway.pipelines', 'gateway.service') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
