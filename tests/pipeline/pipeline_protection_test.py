@@ -180,3 +180,44 @@ def test_huge_document_keeps_every_entity():
     assert len(paragraphs) == 2000
     assert all(str(k) in p for k, p in enumerate(paragraphs))
     assert result.repaired == {"entity": 2000}
+
+
+def _pieces(word):
+    """SentencePiece-like pieces: a placeholder token is a user symbol
+    after a bare word-start piece."""
+    return ["▁", word] if word.startswith("⟦") else ["▁" + word]
+
+
+def test_tokens_mode_restores_entities_through_the_alignment():
+    """A model trained with placeholders: it reverses the words, carrying
+    the tokens; the alignment says which token is which number."""
+    def model(sentences, src, tgt, tags):
+        out = []
+        for sentence in sentences:
+            words = sentence.split()
+            target = list(reversed(words))
+            source_pieces = [p for w in words for p in _pieces(w)] + ["</s>"]
+            target_pieces = [p for w in target for p in _pieces(w)]
+            source_word = [k for k, w in enumerate(words)
+                           for _ in _pieces(w)] + [None]
+            target_word = [len(words) - 1 - k for k, w in enumerate(target)
+                           for _ in _pieces(w)]
+            matrix = np.array([[1.0 if s == t else 0.0
+                                for s in source_word] for t in target_word])
+            out.append(SentenceResult(" ".join(target), -0.3,
+                                      tuple(source_pieces),
+                                      tuple(target_pieces), matrix))
+        return out
+
+    calls = []
+
+    def recording(sentences, src, tgt, tags):
+        calls.extend(sentences)
+        return model(sentences, src, tgt, tags)
+
+    result = Pipeline(recording, LANGUAGES,
+                      protection="tokens").translate_document_detailed(
+        "Rooms 12 and 34", "en", "de")
+    assert calls == ["Rooms ⟦NUM⟧ and ⟦NUM⟧"]
+    assert result.output == "34 and 12 Rooms"
+    assert result.kept == {"entity": 2} and result.repaired == {}
