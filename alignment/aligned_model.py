@@ -38,26 +38,13 @@ import tf_keras as keras
 from alignment.conv_alignment_head import ConvAlignmentHead
 from alignment.conv_alignment_head import alignment_loss
 from alignment.conv_alignment_head import pixel_mask
+from pipeline.placeholder_mapping import word_index_of_pieces
 
 LINKS_KEY = "alignment_links"
 Link = Tuple[int, int]
 
 
 # --- Links at subword level ---------------------------------------------------
-
-def word_index_of_pieces(pieces: Sequence[str]) -> List[int]:
-    """Word index of each SentencePiece piece (a `▁` piece opens a word).
-
-    Placeholder user symbols come as `▁`, `⟦NUM⟧`: the bare `▁` opens the
-    word and the symbol continues it.
-    """
-    index, word = [], -1
-    for k, piece in enumerate(pieces):
-        if piece.startswith("\u2581") or k == 0:
-            word += 1
-        index.append(word)
-    return index
-
 
 def subword_links(source_pieces: Sequence[str], target_pieces: Sequence[str],
                   word_links: Iterable[Link]) -> List[Link]:

@@ -137,24 +137,16 @@ def run(args) -> int:
 # --- gnmt-tf translate's document mode -----------------------------------
 
 def read_glossary(path):
-    """`(source, target)` pairs of a TSV file (one entry a line; blank lines
-    and lines starting with # skipped).
+    """The glossary file at `path` (`pipeline.glossary`: SOURCE<TAB>TARGET
+    [<TAB>LANG-PAIR[<TAB>TAGS]] a line, # comments); the pipeline selects
+    the entries of the request's language pair and tags.
 
     Raises:
-      ValueError: a line without exactly one tab, naming it.
+      ValueError: a malformed line, naming the file and line.
     """
-    from gnmt_tf.data.corpus import read_lines
+    from pipeline.glossary import GlossaryFile
 
-    pairs = []
-    for number, line in enumerate(read_lines(path), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        parts = line.split("\t")
-        if len(parts) != 2 or not all(p.strip() for p in parts):
-            raise ValueError(f"{path} line {number}: expected SOURCE<TAB>"
-                             "TARGET")
-        pairs.append((parts[0].strip(), parts[1].strip()))
-    return pairs
+    return GlossaryFile.read(path)
 
 
 def pipeline_options(args, translate_document) -> dict:

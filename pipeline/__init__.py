@@ -11,6 +11,13 @@ importing TensorFlow, so a client that talks to a server stays light:
 - `pipeline.documents`: plain-text and HTML/XHTML extraction into segments
   and reassembly from translated ones;
 - `pipeline.cache`: an LRU cache of translations with a size limit in MB;
+- `pipeline.markup`, `pipeline.key_information`, `pipeline.projection`,
+  `pipeline.edits`: inline markup, entities and glossary terms taken out
+  or checked before translation and put back at the aligned position,
+  with repairs (`pipeline.glossary`, `pipeline.placeholders` and
+  `pipeline.placeholder_mapping` hold the matching and mapping shared with
+  `alignment/`);
+- `pipeline.quality`: unsupervised quality estimation;
 - `pipeline.pipeline`: `Pipeline`, which chains them around any
   `translate(sentences, src_lang, tgt_lang, tags)` callable.
 

@@ -3,12 +3,14 @@
 Built on cachetools' `LRUCache` (maintained, with a `getsizeof` hook for a
 size limit); an entry's size is the UTF-8 length of its key text and its
 translation plus `ENTRY_OVERHEAD` bytes, an estimate of the Python objects
-around them.
+around them. A translation may be a `SentenceResult` (so that a cache hit
+keeps the alignment that markup and entity restoration use); its pieces
+and alignment matrix count too.
 """
 
 import dataclasses
 import threading
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 try:
     import cachetools
@@ -17,6 +19,9 @@ except ImportError:  # the gateway extra
         "the result cache needs cachetools: "
         "pip install 'gnmt-tf[gateway]'",
         name="cachetools") from None
+import numpy as np
+
+from pipeline.results import SentenceResult
 
 ENTRY_OVERHEAD = 200
 
@@ -64,8 +69,8 @@ class TranslationCache:
     def _size(value: Tuple[str, int]) -> int:
         return value[1]
 
-    def get(self, text: str, task: Task,
-            model_version: str) -> Optional[str]:
+    def get(self, text: str, task: Task, model_version: str
+            ) -> Optional[Union[str, SentenceResult]]:
         """The cached translation, or None."""
         with self._lock:
             entry = self._cache.get((text, task, model_version))
@@ -76,11 +81,10 @@ class TranslationCache:
             return entry[0]
 
     def put(self, text: str, task: Task, model_version: str,
-            translation: str) -> None:
+            translation: Union[str, SentenceResult]) -> None:
         """Stores a translation; one larger than the whole cache is not
         stored."""
-        size = (len(text.encode()) + len(translation.encode())
-                + ENTRY_OVERHEAD)
+        size = len(text.encode()) + _size_of(translation) + ENTRY_OVERHEAD
         if size > self.max_bytes:
             return
         with self._lock:
@@ -93,3 +97,15 @@ class TranslationCache:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+
+def _size_of(translation: Union[str, SentenceResult]) -> int:
+    """Estimated bytes of a cached translation."""
+    if isinstance(translation, str):
+        return len(translation.encode())
+    size = len(translation.text.encode())
+    for pieces in (translation.source_pieces, translation.target_pieces):
+        size += sum(len(p.encode()) + 50 for p in pieces or ())
+    if translation.alignment is not None:
+        size += int(np.asarray(translation.alignment).nbytes)
+    return size

@@ -38,8 +38,9 @@ tree a well-formedness-checking consumer expects.
 Placeholders the translation lost or broke (an unknown id, an unclosed
 `<g1>`) are not guessed at: the segment's text is kept without markup,
 empty and untouched inline elements are appended after it, and a
-`PlaceholderWarning` is raised. Putting markup back at the aligned position
-through the alignment head is to come.
+`PlaceholderWarning` is raised. `Pipeline` never sends the placeholders to
+the model: `pipeline.markup` takes them out and puts them back at the
+aligned position, always well-nested, so this fallback is for other callers.
 
 Limits: `MAX_DOCUMENT_BYTES` (10 MB by default) bounds a document; text that
 itself reads like a placeholder (`<g1>`) is taken for one.

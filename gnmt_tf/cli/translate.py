@@ -18,7 +18,8 @@ import importlib
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+from gnmt_tf.cli.arg_types import (finite_float, positive_float, positive_int,
+                                   probability)
 
 # The document mode's implementation, loaded by name (`gateway.cli`).
 DOCUMENT_PIPELINE = "gateway.cli"
@@ -155,13 +156,14 @@ def add_document_arguments(parser):
                        help="comma-separated codes the model knows (with "
                             "--server; default: --src-lang,--tgt-lang)")
     group.add_argument("--glossary", metavar="TSV",
-                       help="terms to translate as given: SOURCE<TAB>TARGET "
-                            "a line")
+                       help="terms to translate as given: SOURCE<TAB>TARGET"
+                            "[<TAB>LANG-PAIR[<TAB>TAGS]] a line")
     group.add_argument("--qe", action="store_true",
                        help="estimate the quality of each sentence")
-    group.add_argument("--min-quality", type=finite_float, default=None,
+    group.add_argument("--min-quality", type=probability, default=None,
                        metavar="X",
-                       help="keep the source of sentences estimated below X")
+                       help="flag sentences whose estimated quality (0-1) is "
+                            "below X (a warning says how many)")
 
 
 def document_mode(args) -> bool:

@@ -122,7 +122,7 @@ def test_glossary_from_tsv(tmp_path):
     path.write_text("Haus\thouse\n\nBuch\tbook\n")
     assert Glossary.from_tsv(path).target("haus") == "house"
     path.write_text("Haus\thouse\nBuch\n")
-    with pytest.raises(ValueError, match="line 2"):
+    with pytest.raises(ValueError, match=r"g\.tsv:2: expected 2 to 4"):
         Glossary.from_tsv(path)
 
 

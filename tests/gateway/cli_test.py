@@ -86,7 +86,7 @@ def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
     glossary.write_text("dog\tHund\n", encoding="utf-8")
     parameters = inspect.signature(Pipeline.translate_document).parameters
     for flags, name in ((["--glossary", glossary], "glossary"),
-                        (["--qe"], "qe"), (["--min-quality", "-2"],
+                        (["--qe"], "qe"), (["--min-quality", "0.5"],
                                            "min_quality")):
         code, out = _translate(tmp_path, "--model", tiny_model_dir,
                                "--format", "text", "--src-lang", "en",
@@ -105,7 +105,7 @@ def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
     code, _ = _translate(tmp_path, "--model", tiny_model_dir, "--format",
                          "text", "--tgt-lang", "de", "--glossary", bad)
     assert code == 2
-    assert "bad.tsv line 1: expected SOURCE<TAB>TARGET" in \
+    assert "bad.tsv:1: expected 2 to 4 tab-separated fields, got 1" in \
         capsys.readouterr().err
 
 
