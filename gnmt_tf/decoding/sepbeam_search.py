@@ -60,8 +60,8 @@ def sepbeam_search(step_fns, initial_states, start_id, end_id, max_length,
       weights: `M` floats > 0 (normalised to sum to 1) or None (uniform),
         for the combined score.
       length_penalty, coverage_penalty: GNMT's alpha and beta. A beam's
-        coverage penalty uses its own predictor's attention (predictors
-        without attention need beta 0).
+        coverage penalty uses its own predictor's attention (beta != 0 needs
+        every predictor to return attention over the same source).
       source_length: int or None. Real source positions for the coverage
         penalty (None: all).
       num_hypotheses: int `N` in `[1, K]`. Each beam keeps `N` finished
@@ -108,14 +108,15 @@ def sepbeam_search(step_fns, initial_states, start_id, end_id, max_length,
         step_log_probs = np.stack([o[0] for o in outputs], 1)   # [R, M, V]
         vocab_size = step_log_probs.shape[2]
         own = step_log_probs[np.arange(rows), owner]            # [R, V]
-        attention = [o[1] for o in outputs]
-        if all(a is not None for a in attention):
+        if beta != 0:
+            attention = [o[1] for o in outputs]
+            if any(a is None for a in attention) or len(
+                    {a.shape[1] for a in attention}) > 1:
+                raise ValueError("coverage_penalty needs predictors that "
+                                 "all return attention over one source")
             own_attention = np.stack(attention, 1)[np.arange(rows), owner]
             coverage = (own_attention if coverage is None
                         else coverage + own_attention)              # [R, S]
-        elif beta != 0:
-            raise ValueError("coverage_penalty needs predictors that all "
-                             "return attention")
         penalty = (_coverage_penalty(coverage, source_length, beta)
                    if beta != 0 else np.zeros(rows))
         cand_all = log_probs[:, :, None] + step_log_probs       # [R, M, V]
