@@ -15,7 +15,8 @@ hypothesis' best extension, and every extension that advances an unmet
 constraint (its next token, or a constraint's first token). The beam is
 divided into `C + 1` banks by progress (`C` the number of constraint
 tokens), `K // (C + 1)` slots each, the remainder to the top bank; a bank
-with fewer candidates lends its slots to the best of the rest. The end
+with fewer candidates passes its slots to the bank below (as Sockeye's
+implementation of the method). The end
 token is allowed only once every constraint is met, so a high-scoring
 output that skips a term cannot win. Hypotheses are ranked by the GNMT
 length-normalised score (no coverage penalty) with GNMT early stopping.
@@ -84,19 +85,31 @@ def _all_met(matched, constraints):
 
 def _allocate(candidates, banks, beam_size):
     """Dynamic beam allocation: `candidates` sorted best first, each a
-    tuple whose last entry is its progress -> the `beam_size` kept."""
+    tuple whose last entry is its progress -> the `beam_size` kept, best
+    first.
+
+    Bank sizes as Sockeye's `get_bank_sizes` (Post & Vilar's
+    implementation): `beam_size // banks` each, the remainder to the top
+    bank; then, from the top bank down, the slots a bank cannot fill move to
+    the bank below. So a beam smaller than the number of banks still goes
+    to the hypotheses that have met the most constraint tokens.
+    """
+    counts = [0] * banks
+    for candidate in candidates:
+        counts[candidate[-1]] += 1
     sizes = [beam_size // banks] * banks
     sizes[-1] += beam_size - sum(sizes)
-    kept, rest = [], []
+    for bank in reversed(range(banks)):
+        extra = sizes[bank] - counts[bank]
+        if extra > 0:
+            sizes[bank] -= extra
+            sizes[(bank - 1) % banks] += extra
+    kept = []
     for candidate in candidates:
-        bank = candidate[-1]
-        if sizes[bank]:
-            sizes[bank] -= 1
+        if sizes[candidate[-1]]:
+            sizes[candidate[-1]] -= 1
             kept.append(candidate)
-        else:
-            rest.append(candidate)
-    kept += rest[:beam_size - len(kept)]
-    return sorted(kept, key=lambda c: -c[0])
+    return kept[:beam_size]
 
 
 def constrained_search(step_fn, initial_state, start_id, end_id, max_length,
