@@ -19,7 +19,6 @@ from gnmt_tf.decoding.bucket_search import bucket_search
 from gnmt_tf.decoding.constrained_search import constrained_search
 from gnmt_tf.decoding.exact_search import exact_search
 from gnmt_tf.decoding.sepbeam_search import sepbeam_search
-from gnmt_tf.translator import Hypothesis
 
 
 def _encoded(translator, sentence, **task):
@@ -75,8 +74,9 @@ def translate_nbest(translator, sentences, options, constraints=None,
       **task: the task arguments, shared by every model.
 
     Returns:
-      One list of `Hypothesis` per sentence (blank inputs: one empty
-      hypothesis with score 0).
+      One list of `(text, score)` pairs per sentence, best first (blank
+      inputs: one `("", 0.0)`); `Translator` makes them `Hypothesis`es
+      (this module does not import `gnmt_tf.translator`, which imports it).
 
     Raises:
       ValueError: an option the decoder cannot honour, or constraints not
@@ -92,14 +92,15 @@ def translate_nbest(translator, sentences, options, constraints=None,
     results = []
     for i, sentence in enumerate(sentences):
         if not sentence.strip():
-            results.append([Hypothesis("", 0.0)])
+            results.append([("", 0.0)])
             continue
         terms = (_term_ids(translator, constraints[i])
                  if constraints is not None else [])
         if not terms and options.decoder in ("beam", "greedy"):
             # No terms for this sentence: the in-graph search.
-            results.append(translator.translate_nbest([sentence], options,
-                                                      **task)[0])
+            results.append([(h.text, h.score) for h in
+                            translator.translate_nbest([sentence], options,
+                                                       **task)[0]])
             continue
         source_ids, source_lengths, ids = _encoded(translator, sentence,
                                                    **task)
@@ -142,8 +143,7 @@ def translate_nbest(translator, sentences, options, constraints=None,
                 source_length=int(source_lengths[0]),
                 num_hypotheses=options.num_hypotheses,
                 beam_width=options.beam_width)
-        results.append([Hypothesis(_text(translator, ids_), float(score))
-                        for ids_, score in pairs]
-                       or [Hypothesis("", float("-inf"))])
+        results.append([(_text(translator, ids_), float(score))
+                        for ids_, score in pairs] or [("", float("-inf"))])
     return results
 

@@ -303,9 +303,11 @@ class Translator:
                 or members):
             from gnmt_tf import host_decoding
 
-            return host_decoding.translate_nbest(
-                self, sentences, options, constraints=constraints,
-                members=members, member_weights=member_weights, **task)
+            return [[Hypothesis(text, score) for text, score in pairs]
+                    for pairs in host_decoding.translate_nbest(
+                        self, sentences, options, constraints=constraints,
+                        members=members, member_weights=member_weights,
+                        **task)]
         function = self.search_fn(options)
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),
