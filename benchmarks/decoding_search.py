@@ -33,10 +33,12 @@ import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # (a PyPI "benchmarks"
+# package may shadow this folder)
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from benchmarks import search_errors  # noqa: E402
-from benchmarks.results_file import command_line, update_section  # noqa: E402
+import search_errors  # noqa: E402
+from results_file import command_line, update_section  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "decoding.json"
 TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}

@@ -121,7 +121,9 @@ def served_search_options(args):
         return None
     options = search_options(args)  # validates the values
     refused = [f"--{dest.replace('_', '-')}" for dest in
-               ("beam_width", "early_stopping", "decoder") if dest in given]
+               ("beam_width", "early_stopping") if dest in given]
+    if options.decoder not in ("beam", "greedy"):
+        refused.append(f"--decoder {options.decoder}")
     if options.num_hypotheses > 1:
         refused.insert(0, "--n-best > 1")
     if refused:
@@ -131,7 +133,8 @@ def served_search_options(args):
             "--beam-size, --alpha and --beta and returns one translation "
             "per sentence (export with these options instead, or translate "
             "with --model)")
-    return {"beam_size": options.beam_size,
+    return {"beam_size": 1 if options.decoder == "greedy"
+            else options.beam_size,
             "length_penalty": options.length_penalty,
             "coverage_penalty": options.coverage_penalty}
 
