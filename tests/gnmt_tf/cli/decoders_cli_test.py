@@ -81,3 +81,17 @@ def test_dfs_and_bucket_from_the_cli(tiny_model_dir, capsys, monkeypatch):
         assert code == 0
         outs.append(out)
     assert all(len(out.splitlines()) == 1 and out.strip() for out in outs)
+
+
+def test_server_takes_greedy_as_beam_size_one():
+    from gnmt_tf.cli.main import build_parser
+    from gnmt_tf.cli.translate import served_search_options
+
+    args = build_parser().parse_args(["translate", "--server", "h:1",
+                                      "--decoder", "greedy", "--beam-size",
+                                      "4"])
+    assert served_search_options(args)["beam_size"] == 1
+    args = build_parser().parse_args(["translate", "--server", "h:1",
+                                      "--decoder", "dfs"])
+    with pytest.raises(ValueError, match="--decoder dfs"):
+        served_search_options(args)
