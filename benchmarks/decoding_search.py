@@ -11,9 +11,10 @@
   rate and BLEU of plain beam search and of lexically constrained search
   (dynamic beam allocation), side by side on the same sentences.
 - `gnmt_pruning`: GNMT's pruning (`beam_width`, the paper's two rules) at
-  beam 10: wall time of the in-graph batched search and BLEU, without and
-  with pruning, measured alternately in one run (each setting traced once
-  before timing; the median of the repeats).
+  beam 10: wall time of the in-graph batched search, its decoding steps
+  (summed over batches) and BLEU, without and with pruning, measured
+  alternately in one run (each setting traced once before timing; the
+  median of the repeats).
 
     python benchmarks/decoding_search.py --model-dir MODEL_DIR \\
         [--sections search_errors,constrained,gnmt_pruning] \\
@@ -101,6 +102,41 @@ def constrained_section(translator, task, data_dir, count, beam):
     }
 
 
+def decoding_steps(translator, sources, options, task, batch_size=32):
+    """The in-graph beam search's steps (`DecodingResult.num_steps`) summed
+    over the batches of `sources` (sorted by length, as `Translator`
+    batches them): the loop ends when every sentence of a batch stops, so
+    pruning saves time only through these."""
+    import tensorflow as tf
+
+    from gnmt_tf.decoding import beam_search
+
+    model = translator.model
+    names = [t.name for t in translator.task_inputs]
+
+    @tf.function(autograph=False)
+    def steps(sentences, *task_ids):
+        ids = dict(zip(names, task_ids))
+        source_ids, lengths = translator.tokenize(sentences, ids)
+        max_lengths = translator.max_lengths(lengths, options)
+        state = model.initial_state(model.encode(source_ids, **ids),
+                                    tf.reduce_max(max_lengths))
+        return beam_search(
+            model.step, state, tf.fill(tf.shape(lengths), translator.bos_id),
+            translator.eos_id, options.beam_size, max_lengths,
+            source_lengths=lengths, length_penalty=options.length_penalty,
+            beam_width=options.beam_width).num_steps
+
+    task_ids = translator.task_ids(**task)
+    order = sorted(sources, key=lambda s: len(translator.subwords.encode([s])[0]))
+    total = 0
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        total += int(steps(tf.constant(chunk), *[
+            tf.constant([task_ids[n]] * len(chunk)) for n in names]))
+    return total
+
+
 def pruning_section(translator, task, data_dir, count, beam, widths,
                     repeats):
     from gnmt_tf.translator import SearchOptions
@@ -121,6 +157,8 @@ def pruning_section(translator, task, data_dir, count, beam, widths,
                                                  **task)
             times[name].append(time.perf_counter() - start)
     median = {name: statistics.median(t) for name, t in times.items()}
+    steps = {name: decoding_steps(translator, sources, options[name], task)
+             for name in settings}
     return {
         "sentences": count,
         "beam_size": beam,
@@ -130,6 +168,7 @@ def pruning_section(translator, task, data_dir, count, beam, widths,
         "speedup": {n: round(median["none"] / median[n], 3)
                     for n in settings if n != "none"},
         "bleu": {n: _bleu(outputs[n], references) for n in settings},
+        "decoding_steps": steps,
         "outputs_changed": {n: sum(a != b for a, b in zip(outputs["none"],
                                                            outputs[n]))
                             for n in settings if n != "none"},
