@@ -1,10 +1,13 @@
-"""Glossary terms for `gnmt-tf translate`: `--constraints` and `--glossary`.
+"""Glossary terms for `gnmt-tf translate`: `--constraints` and
+`--glossary-constraints`.
 
 `--constraints FILE` gives one line per input line: the target terms (tab
 separated) its translation must contain; an empty line asks for none.
-`--glossary FILE` gives `source term<TAB>target term` lines; an input line
-asks for the target term of every source term it contains (a whole-word,
-case-insensitive match). Either way the terms reach
+`--glossary-constraints FILE` gives `source term<TAB>target term` lines;
+an input line asks for the target term of every source term it contains (a
+whole-word, case-insensitive match). Unlike the pipeline's `--glossary`
+(placeholders restored after translation), the target term is decoded in
+place, so the words around it are chosen to fit it. Either way the terms reach
 `Translator.translate_nbest(constraints=...)`, which tokenises them with the
 model's SentencePiece and decodes with dynamic beam allocation
 (`gnmt_tf.decoding.constrained_search`).
@@ -48,12 +51,13 @@ class LexicalConstraints:
                 continue
             source, _, target = line.partition("\t")
             if not source.strip() or not target.strip():
-                raise ValueError(f"--glossary {path} line {number}: expected "
-                                 "'source term<TAB>target term'")
+                raise ValueError(f"--glossary-constraints {path} line "
+                                 f"{number}: expected 'source term<TAB>"
+                                 "target term'")
             pattern = re.compile(r"(?<!\w)" + re.escape(source.strip())
                                  + r"(?!\w)", re.IGNORECASE)
             glossary.append((pattern, target.strip()))
-        return cls("--glossary", glossary=glossary)
+        return cls("--glossary-constraints", glossary=glossary)
 
     def for_lines(self, first, sentences):
         """The term lists of `sentences`, input lines `first`, `first + 1`,

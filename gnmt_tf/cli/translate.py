@@ -92,7 +92,7 @@ def _refuse_host_decoding(args, where):
     """Raises for the host-side search flags where only an export's own
     search runs (`where`: e.g. "--server")."""
     refused = [f"--{name.replace('_', '-')}" for name in
-               ("constraints", "glossary", "sepbeam_model")
+               ("constraints", "glossary_constraints", "sepbeam_model")
                if getattr(args, name, None)]
     decoder = getattr(args, "decoder", None)
     if decoder not in (None, "beam", "greedy"):
@@ -174,7 +174,7 @@ def register(subparsers):
              "tab-separated target terms that must appear in its "
              "translation (an empty line: none)")
     parser.add_argument(
-        "--glossary", metavar="FILE",
+        "--glossary-constraints", metavar="FILE",
         help="'source term<TAB>target term' lines: the target term of "
              "every source term found in an input line (whole words, any "
              "case) must appear in its translation")
@@ -360,16 +360,17 @@ def run(args):
 
 
 def lexical_constraints(args):
-    """The `--constraints` or `--glossary` terms (a `LexicalConstraints`),
-    or None."""
+    """The `--constraints` or `--glossary-constraints` terms (a
+    `LexicalConstraints`), or None."""
     from gnmt_tf.cli.constraints import LexicalConstraints
 
-    if args.constraints and args.glossary:
-        raise ValueError("give --constraints or --glossary, not both")
+    if args.constraints and args.glossary_constraints:
+        raise ValueError("give --constraints or --glossary-constraints, "
+                         "not both")
     if args.constraints:
         return LexicalConstraints.from_constraints_file(args.constraints)
-    if args.glossary:
-        return LexicalConstraints.from_glossary(args.glossary)
+    if args.glossary_constraints:
+        return LexicalConstraints.from_glossary(args.glossary_constraints)
     return None
 
 

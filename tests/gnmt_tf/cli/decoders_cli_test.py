@@ -1,5 +1,5 @@
-"""`gnmt-tf translate --decoder/--constraints/--glossary`: the output on the
-tiny trained model, and one-line errors (exit 2) for what cannot work."""
+"""`gnmt-tf translate --decoder/--constraints/--glossary-constraints`: the
+output on the tiny trained model, and one-line errors (exit 2) for what cannot work."""
 
 import pytest
 
@@ -25,7 +25,7 @@ def _translate(args, capsys, stdin_text, monkeypatch):
      "--decoder bucket cannot be used with --server"),
     (["--tflite", "x.tflite", "--constraints", "c.txt"],
      "--constraints cannot be used with --tflite"),
-    (["--model", "m", "--constraints", "a", "--glossary", "b"],
+    (["--model", "m", "--constraints", "a", "--glossary-constraints", "b"],
      "not both"),
     (["--model", "m", "--sepbeam-model", "n"], "needs --decoder sepbeam"),
 ])
@@ -58,8 +58,9 @@ def test_constraints_and_glossary_put_terms_in_the_output(
     assert term in out[0].split() and out[1] == plain[1]
     glossary = tmp_path / "glossary.tsv"
     glossary.write_text(f"cat\t{term}\n")
-    code, out, _ = _translate(["--model", str(tiny_model_dir), "--glossary",
-                               str(glossary)], capsys, sources, monkeypatch)
+    code, out, _ = _translate(["--model", str(tiny_model_dir),
+                               "--glossary-constraints", str(glossary)],
+                              capsys, sources, monkeypatch)
     assert code == 0
     out = out.splitlines()
     assert out[0] == plain[0] and term in out[1].split()
