@@ -34,7 +34,8 @@ def beam_search(step_fn, state, source_length, bos_id, eos_id, max_length,
         and the score is the log-probability, as in `greedy_search`).
       length_penalty, coverage_penalty: float. GNMT's alpha and beta.
       num_hypotheses: int `N` in `[1, K]`.
-      beam_width: float or None. GNMT's score-space pruning width.
+      beam_width: float or None. GNMT's pruning width (the two rules of
+        `gnmt_tf.decoding.beam_search`).
 
     Returns:
       `N` pairs `(ids, score)`, best first; `ids` (list of int) exclude the
@@ -78,9 +79,14 @@ def beam_search(step_fn, state, source_length, bos_id, eos_id, max_length,
                 cand_scores = cand_scores + (
                     beta * log_coverage.sum(axis=1, dtype=np.float32)
                 )[:, None]
-        if beam_width is not None:
-            best = cand_scores.max()
-            cand_scores = np.where(cand_scores < best - beam_width,
+        if beam_width is not None:  # GNMT's two rules, as in-graph
+            cand_scores = np.where(
+                log_probs < log_probs.max(axis=1, keepdims=True) - beam_width,
+                NEG_INF, cand_scores)
+            ending = cand_scores if length >= max_length else cand_scores[
+                :, eos_id]
+            best_final = max(finished_scores[0], ending.max())
+            cand_scores = np.where(cand_scores < best_final - beam_width,
                                    NEG_INF, cand_scores)
         flat_scores = cand_scores.reshape(-1)                    # [K * V]
         # Stable: on ties the lower index wins, as tf.math.top_k.
@@ -115,6 +121,10 @@ def beam_search(step_fn, state, source_length, bos_id, eos_id, max_length,
         coverage = coverage[beam]
         state.update({name: value[beam] for name, value in changed.items()})
 
+    if beam_width is not None:
+        keep = finished_scores >= finished_scores[0] - beam_width
+        finished_scores = np.where(keep, finished_scores, NEG_INF)
+        finished_lengths = np.where(keep, finished_lengths, 0)
     results = []
     for ids, score, length in zip(finished_ids, finished_scores,
                                   finished_lengths):

@@ -22,6 +22,12 @@ from gnmt_tf.decoding.beam_search import EARLY_STOPPING_MODES
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
 
+# Search strategies (`SearchOptions.decoder`). "beam" and "greedy" run in the
+# graph (`search_fn`, the SavedModel); the others are host-side loops over
+# the model's step function (`gnmt_tf.host_decoding`).
+DECODERS = ("beam", "greedy", "dfs", "bucket", "sepbeam")
+GRAPH_DECODERS = ("beam", "greedy")
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchOptions:
@@ -36,6 +42,14 @@ class SearchOptions:
       early_stopping: "gnmt", "exact" or "none" (see `beam_search`).
       max_length_ratio: float. Output may be at most this times the source
         length in subwords (GNMT: 2).
+      decoder: one of `DECODERS`. "beam" (greedy when `beam_size` is 1),
+        "greedy", "dfs" (exact depth-first search,
+        `gnmt_tf.decoding.exact_search`), "bucket" (budgeted best-first
+        search, `gnmt_tf.decoding.bucket_search`) or "sepbeam" (one beam
+        per model, `gnmt_tf.decoding.sepbeam_search`). dfs and bucket rank
+        by the plain log-probability (no penalties) and give one hypothesis.
+      max_expansions: int or None. Budget of model steps for dfs and bucket.
+      max_seconds: float or None. Time budget for dfs and bucket.
     """
 
     beam_size: int = 5
@@ -45,6 +59,9 @@ class SearchOptions:
     num_hypotheses: int = 1
     early_stopping: str = "gnmt"
     max_length_ratio: float = 2.0
+    decoder: str = "beam"
+    max_expansions: typing.Optional[int] = None
+    max_seconds: typing.Optional[float] = None
 
     def __post_init__(self):
         check_number("beam_size", self.beam_size, integer=True, minimum=1)
@@ -60,6 +77,20 @@ class SearchOptions:
             if value is None or isinstance(value, numbers.Real):
                 check_number(name, value, optional=name == "beam_width",
                              **bounds)
+        check_number("max_expansions", self.max_expansions, integer=True,
+                     minimum=1, optional=True)
+        check_number("max_seconds", self.max_seconds, above=0, optional=True)
+        if self.decoder not in DECODERS:
+            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, "
+                             f"got {self.decoder!r}")
+        if (self.max_expansions is not None or self.max_seconds is not None
+                ) and self.decoder not in ("dfs", "bucket"):
+            raise ValueError("max_expansions and max_seconds budget the dfs "
+                             f"and bucket decoders, not {self.decoder}")
+        if self.num_hypotheses > 1 and self.decoder in ("greedy", "dfs",
+                                                        "bucket"):
+            raise ValueError(f"the {self.decoder} decoder gives one "
+                             "hypothesis: num_hypotheses must be 1")
         if self.early_stopping not in EARLY_STOPPING_MODES:
             raise ValueError(f"early_stopping must be one of "
                              f"{', '.join(EARLY_STOPPING_MODES)}, got "
@@ -174,8 +205,13 @@ class Translator:
         [B, N, T], `lengths` [B, N] and `log_probs` [B, N]."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
+        if options.decoder not in GRAPH_DECODERS:
+            raise ValueError(
+                f"the {options.decoder} decoder is a host-side loop and "
+                "cannot run in a graph (use Translator.translate_nbest, or "
+                "beam or greedy in an export)")
         start_ids = tf.fill([tf.shape(source_lengths)[0]], self.bos_id)
-        if options.beam_size == 1:
+        if options.beam_size == 1 or options.decoder == "greedy":
             result = greedy_search(self.model.step, state, start_ids, self.eos_id,
                                    max_lengths)
         else:
@@ -239,8 +275,19 @@ class Translator:
         return lengths
 
     def translate_nbest(self, sentences, options=SearchOptions(), batch_size=32,
+                        constraints=None, members=(), member_weights=None,
                         **task):
         """Translates `sentences`, returning an n-best list of `Hypothesis` each.
+
+        `constraints` (one list of target-language terms per sentence, or
+        None) makes every term appear in its sentence's translation
+        (lexically constrained beam search with dynamic beam allocation,
+        `gnmt_tf.decoding.constrained_search`; decoder beam or greedy).
+        `members` are more `Translator`s over the same target vocabulary for
+        the sepbeam decoder (one beam each, with this one;
+        `member_weights`: one weight per model, this one first).
+        The host-side decoders (dfs, bucket, sepbeam, constraints) translate
+        one sentence at a time (`gnmt_tf.host_decoding`).
 
         `task` holds the model's task arguments by name (e.g. `src_lang="en",
         tgt_lang="fr", tags=["caption"]`; none for GNMT). Empty (or
@@ -256,6 +303,15 @@ class Translator:
         ids = self.task_ids(**task)
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)
+        if (options.decoder not in GRAPH_DECODERS or constraints is not None
+                or members):
+            from gnmt_tf import host_decoding
+
+            return [[Hypothesis(text, score) for text, score in pairs]
+                    for pairs in host_decoding.translate_nbest(
+                        self, sentences, options, constraints=constraints,
+                        members=members, member_weights=member_weights,
+                        **task)]
         function = self.search_fn(options)
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),

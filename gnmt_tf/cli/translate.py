@@ -14,6 +14,7 @@ language detection, sentence splitting, markup kept) by the module
 `DOCUMENT_PIPELINE` names: `gnmt_tf` imports no pipeline module itself.
 """
 
+import dataclasses
 import importlib
 import sys
 
@@ -31,7 +32,10 @@ _SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6)
                  "beta": ("coverage_penalty", 0.0),
                  "beam_width": ("beam_width", None),
                  "early_stopping": ("early_stopping", "gnmt"),
-                 "n_best": ("num_hypotheses", 1)}
+                 "n_best": ("num_hypotheses", 1),
+                 "decoder": ("decoder", "beam"),
+                 "max_expansions": ("max_expansions", None),
+                 "max_seconds": ("max_seconds", None)}
 
 
 def add_search_arguments(parser):
@@ -50,6 +54,17 @@ def add_search_arguments(parser):
     parser.add_argument("--n-best", type=positive_int, default=None,
                         help="print N hypotheses per input as 'i ||| text ||| "
                              "score' (default 1)")
+    parser.add_argument(
+        "--decoder", default=None,
+        choices=["beam", "greedy", "dfs", "bucket", "sepbeam"],
+        help="search strategy (default beam): beam and greedy run in the "
+             "graph; dfs (exact search, for short inputs), bucket "
+             "(budgeted best-first search) and sepbeam (one beam per "
+             "model: --sepbeam-model) on the host, one sentence at a time")
+    parser.add_argument("--max-expansions", type=positive_int, default=None,
+                        help="dfs/bucket: stop after N model steps")
+    parser.add_argument("--max-seconds", type=positive_float, default=None,
+                        help="dfs/bucket: stop after S seconds per sentence")
 
 
 def given_search_flags(args) -> dict:
@@ -72,8 +87,31 @@ def search_options(args):
         raise ValueError("--beam-size must be >= 1")
     if not 1 <= values["n_best"] <= values["beam_size"]:
         raise ValueError("--n-best must be between 1 and --beam-size")
+    if values["decoder"] in ("greedy", "dfs", "bucket") and values[
+            "n_best"] > 1:
+        raise ValueError(f"--decoder {values['decoder']} gives one "
+                         "translation: --n-best must be 1")
+    if (values["max_expansions"] or values["max_seconds"]) and values[
+            "decoder"] not in ("dfs", "bucket"):
+        raise ValueError("--max-expansions and --max-seconds need "
+                         "--decoder dfs or bucket")
     return SearchOptions(**{field: values[dest]
                             for dest, (field, _) in _SEARCH_FLAGS.items()})
+
+
+def _refuse_host_decoding(args, where):
+    """Raises for the host-side search flags where only an export's own
+    search runs (`where`: e.g. "--server")."""
+    refused = [f"--{name.replace('_', '-')}" for name in
+               ("constraints", "glossary_constraints", "sepbeam_model")
+               if getattr(args, name, None)]
+    decoder = getattr(args, "decoder", None)
+    if decoder not in (None, "beam", "greedy"):
+        refused.insert(0, f"--decoder {decoder}")
+    if refused:
+        raise ValueError(f"{', '.join(refused)} cannot be used with {where}: "
+                         "those searches run on the host over a model "
+                         "directory's steps (translate with --model)")
 
 
 def served_search_options(args):
@@ -95,6 +133,8 @@ def served_search_options(args):
     options = search_options(args)  # validates the values
     refused = [f"--{dest.replace('_', '-')}" for dest in
                ("beam_width", "early_stopping") if dest in given]
+    if options.decoder not in ("beam", "greedy"):
+        refused.append(f"--decoder {options.decoder}")
     if options.num_hypotheses > 1:
         refused.insert(0, "--n-best > 1")
     if refused:
@@ -104,7 +144,8 @@ def served_search_options(args):
             "--beam-size, --alpha and --beta and returns one translation "
             "per sentence (export with these options instead, or translate "
             "with --model)")
-    return {"beam_size": options.beam_size,
+    return {"beam_size": 1 if options.decoder == "greedy"
+            else options.beam_size,
             "length_penalty": options.length_penalty,
             "coverage_penalty": options.coverage_penalty}
 
@@ -138,6 +179,24 @@ def register(subparsers):
                         default=10, metavar="N",
                         help="sentences --plot-attention draws (default 10)")
     add_search_arguments(parser)
+    parser.add_argument(
+        "--constraints", metavar="FILE",
+        help="lexically constrained decoding: one line per input line, "
+             "tab-separated target terms that must appear in its "
+             "translation (an empty line: none)")
+    parser.add_argument(
+        "--glossary-constraints", metavar="FILE",
+        help="'source term<TAB>target term' lines: the target term of "
+             "every source term found in an input line (whole words, any "
+             "case) must appear in its translation")
+    parser.add_argument(
+        "--sepbeam-model", metavar="DIR", action="append", default=[],
+        help="with --decoder sepbeam: another model directory (same "
+             "target vocabulary), repeatable; each model keeps its own beam")
+    parser.add_argument(
+        "--sepbeam-weights", metavar="W,W,...",
+        help="weights of --model and each --sepbeam-model in the final "
+             "ranking (default equal)")
     task_flags.add_task_arguments(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
@@ -278,9 +337,12 @@ def _translate_through_server(args):
 def _translate_on_host(args, flag):
     """Translates with a `gnmt_tf.host_translator.HostTranslator` over the
     export that `--tflite` or `--onnx` (`flag`) names."""
+    _refuse_host_decoding(args, f"--{flag}")
     options = search_options(args)
     if options.early_stopping != "gnmt":
         raise ValueError(f"--{flag} searches with --early-stopping gnmt only")
+    if options.decoder == "greedy":
+        options = dataclasses.replace(options, beam_size=1)
     from gnmt_tf.host_translator import HostTranslator
 
     path = getattr(args, flag)
@@ -310,6 +372,8 @@ def run(args):
         if getattr(args, "plot_attention", None):
             raise ValueError("--plot-attention cannot be used with a "
                              "document")
+        _refuse_host_decoding(args, "a document (--format, --src-lang auto, "
+                              "--glossary, --qe, --min-quality)")
         return _translate_document(args)
     plot_dir = getattr(args, "plot_attention", None)
     if plot_dir and (args.server or getattr(args, "tflite", None)
@@ -317,6 +381,7 @@ def run(args):
         raise ValueError("--plot-attention needs --model (the attention "
                          "comes from a forced pass of the model)")
     if args.server:
+        _refuse_host_decoding(args, "--server")
         return _translate_through_server(args)
     given = [flag for flag in ("model", "tflite", "onnx")
              if getattr(args, flag, None)]
@@ -329,6 +394,10 @@ def run(args):
         raise ValueError("give --model DIR (or --server HOST:PORT, "
                          "--tflite FILE or --onnx DIR)")
     options = search_options(args)
+    constraints = lexical_constraints(args)
+    if args.sepbeam_model and options.decoder != "sepbeam":
+        raise ValueError("--sepbeam-model needs --decoder sepbeam")
+    weights = _sepbeam_weights(args)
     if plot_dir:
         from gnmt_tf.cli.attention_plots import AttentionPlots
 
@@ -338,14 +407,55 @@ def run(args):
     translator = Translator.from_model_dir(args.model)
     task = task_flags.task_arguments(args, translator.model, args.model)
     translator.task_ids(**task)  # a bad task fails before reading input
+    members = [Translator.from_model_dir(path) for path in args.sepbeam_model]
+    read = [0]  # input lines translated so far
+
+    def translate_chunk(sentences):
+        first, read[0] = read[0], read[0] + len(sentences)
+        return translator.translate_nbest(
+            sentences, options, args.batch_size,
+            constraints=constraints and constraints.for_lines(first,
+                                                              sentences),
+            members=members, member_weights=weights, **task)
 
     def format_chunk(sentences, results, first):
         if plot_dir:
             plots.add(translator, sentences, results, first, **task)
         return format_results(results, options, first), 0
 
-    return streaming.translate_stream(
-        args.input, args.output, args.batch_size,
-        lambda sentences: translator.translate_nbest(
-            sentences, options, args.batch_size, **task),
+    status = streaming.translate_stream(
+        args.input, args.output, args.batch_size, translate_chunk,
         format_chunk)
+    if constraints:
+        constraints.check_all_used(read[0])
+    return status
+
+
+def lexical_constraints(args):
+    """The `--constraints` or `--glossary-constraints` terms (a
+    `LexicalConstraints`), or None."""
+    from gnmt_tf.cli.constraints import LexicalConstraints
+
+    if args.constraints and args.glossary_constraints:
+        raise ValueError("give --constraints or --glossary-constraints, "
+                         "not both")
+    if args.constraints:
+        return LexicalConstraints.from_constraints_file(args.constraints)
+    if args.glossary_constraints:
+        return LexicalConstraints.from_glossary(args.glossary_constraints)
+    return None
+
+
+def _sepbeam_weights(args):
+    if not args.sepbeam_weights:
+        return None
+    try:
+        weights = [float(w) for w in args.sepbeam_weights.split(",")]
+    except ValueError:
+        weights = []
+    if len(weights) != 1 + len(args.sepbeam_model) or not all(
+            w > 0 and w != float("inf") for w in weights):
+        raise ValueError(f"--sepbeam-weights needs {1 + len(args.sepbeam_model)} "
+                         "comma-separated numbers > 0 (--model first), got "
+                         f"{args.sepbeam_weights!r}")
+    return weights

@@ -1,6 +1,8 @@
 """`gnmt-tf vocab`: train a shared SentencePiece vocabulary."""
 
-from gnmt_tf.cli.arg_types import positive_int
+from gnmt_tf.cli.arg_types import number, positive_int
+
+coverage = number(above=0, maximum=1, name="coverage")
 
 
 def register(subparsers):
@@ -14,6 +16,16 @@ def register(subparsers):
     parser.add_argument("--model-type", default="unigram", choices=["unigram", "bpe"])
     parser.add_argument("--user-defined-symbols", nargs="*", default=[],
                         help="tokens that never split (e.g. placeholders)")
+    parser.add_argument(
+        "--character-coverage", type=coverage, default=None,
+        help="SentencePiece's share of the text's characters kept as base "
+             "pieces; the rarest others become <unk> (default 1.0)")
+    parser.add_argument(
+        "--max-base-characters", type=positive_int, default=None,
+        metavar="N",
+        help="keep only the N most frequent characters as base pieces, "
+             "the rest <unk> (GNMT caps them at about 500); sets "
+             "--character-coverage")
     parser.set_defaults(func=run)
 
 
@@ -22,15 +34,24 @@ def run(args):
 
     from gnmt_tf.data.corpus import read_lines
     from gnmt_tf.io_utils import check_output_file
-    from gnmt_tf.text.subword import train_sentencepiece
+    from gnmt_tf.text.subword import (coverage_for_base_characters,
+                                      train_sentencepiece)
 
     prefix = pathlib.Path(args.model_prefix)
     for suffix in (".model", ".vocab"):  # the two files SentencePiece writes
         for path in args.input:
             check_output_file(prefix.with_name(prefix.name + suffix),
                               {"--input": path})
+    if args.character_coverage and args.max_base_characters:
+        raise ValueError("give --character-coverage or "
+                         "--max-base-characters, not both")
     sentences = [line for path in args.input for line in read_lines(path)]
+    character_coverage = args.character_coverage or 1.0
+    if args.max_base_characters:
+        character_coverage = coverage_for_base_characters(
+            sentences, args.max_base_characters)
     path = train_sentencepiece(sentences, args.model_prefix, args.vocab_size,
-                               args.model_type, args.user_defined_symbols)
+                               args.model_type, args.user_defined_symbols,
+                               character_coverage=character_coverage)
     print(path)
     return 0

@@ -1,5 +1,6 @@
-"""Model-agnostic decoding: beam, greedy and exact search, GNMT scoring,
-ensembles.
+"""Model-agnostic decoding: beam and greedy search (in-graph); exact (dfs),
+bucket, separate-beam and lexically constrained search (host-side); GNMT
+scoring and pruning; ensembles.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -12,19 +13,28 @@ from gnmt_tf.decoding.beam_search import flatten_beams
 from gnmt_tf.decoding.beam_search import gather_beams
 from gnmt_tf.decoding.beam_search import tile_beams
 from gnmt_tf.decoding.beam_search import unflatten_beams
+from gnmt_tf.decoding.bucket_search import bucket_search
+from gnmt_tf.decoding.constrained_search import ConstrainedHypothesis
+from gnmt_tf.decoding.constrained_search import constrained_search
 from gnmt_tf.decoding.ensemble import EnsembleStepFunction
 from gnmt_tf.decoding.exact_search import ExactSearchResult
 from gnmt_tf.decoding.exact_search import exact_search
 from gnmt_tf.decoding.greedy_search import greedy_search
+from gnmt_tf.decoding.host_steps import HostSteps
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
+from gnmt_tf.decoding.sepbeam_search import sepbeam_search
 
 __all__ = [
+    "ConstrainedHypothesis",
     "DecodingResult",
     "EnsembleStepFunction",
     "ExactSearchResult",
+    "HostSteps",
     "beam_search",
+    "bucket_search",
+    "constrained_search",
     "coverage_penalty",
     "exact_search",
     "flatten_beams",
@@ -32,6 +42,7 @@ __all__ = [
     "gnmt_score",
     "greedy_search",
     "length_penalty",
+    "sepbeam_search",
     "tile_beams",
     "unflatten_beams",
 ]

@@ -126,6 +126,51 @@ def _validate(beam_size, num_hypotheses, beam_width, early_stopping,
                          f"coverage_penalty >= 0, got {coverage_penalty!r}")
 
 
+def _prune(cand_scores, log_probs, finished_scores, at_max_length, end_id,
+           beam_width):
+    """GNMT's two pruning rules on the candidates `[B, K, V]` of a step.
+
+    Args:
+        cand_scores: float32 `[B, K, V]`, GNMT scores of the extensions.
+        log_probs: float32 `[B, K, V]`, the step's token log-probabilities.
+        finished_scores: float32 `[B, N]`, best first.
+        at_max_length: bool `[B]`, every candidate of the sentence ends.
+        end_id: int.
+        beam_width: float.
+    """
+    neg_inf = float("-inf")
+    # Rule 1: tokens far below the hypothesis' best token at this step.
+    local_best = tf.reduce_max(log_probs, axis=2, keepdims=True)
+    cand_scores = tf.where(log_probs < local_best - beam_width, neg_inf,
+                           cand_scores)
+    # Rule 2: candidates far below the best finished hypothesis, counting
+    # those that finish at this step.
+    is_end = tf.equal(tf.range(tf.shape(cand_scores)[2]), end_id)
+    ending = is_end[tf.newaxis, tf.newaxis] | at_max_length[:, tf.newaxis,
+                                                             tf.newaxis]
+    best_final = tf.maximum(
+        finished_scores[:, 0],
+        tf.reduce_max(tf.where(ending, cand_scores, neg_inf), axis=[1, 2]))
+    return tf.where(
+        cand_scores < best_final[:, tf.newaxis, tf.newaxis] - beam_width,
+        neg_inf, cand_scores)
+
+
+def _drop_below_best(finished, beam_width):
+    """Empties the finished slots more than `beam_width` below the best."""
+    scores = finished["scores"]                                      # [B, N]
+    drop = scores < scores[:, :1] - beam_width
+    empty = {"ids": 0, "scores": float("-inf"), "log_probs": float("-inf"),
+             "lengths": 0, "attention": 0.0}
+
+    def clear(name, x):
+        mask = tf.reshape(drop, tf.concat(
+            [tf.shape(drop), tf.ones([x.shape.rank - 2], tf.int32)], 0))
+        return tf.where(mask, tf.constant(empty[name], x.dtype), x)
+
+    return {name: clear(name, x) for name, x in finished.items()}
+
+
 def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 max_lengths, source_lengths=None, length_penalty=0.0,
                 coverage_penalty=0.0, beam_width=None, num_hypotheses=1,
@@ -157,9 +202,27 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
       bound for every live hypothesis, continuing cannot change the result:
       `"exact"` returns exactly what `"none"` returns, in fewer steps.
 
-    Pruning (Wu et al. 2016, section 7): with `beam_width`, candidates whose
-    score is more than `beam_width` below the best candidate of the step are
-    dropped (GNMT uses `beam_width = 3`).
+    Pruning (Wu et al. 2016, section 7; GNMT uses `beam_width = 3`), the
+    paper's two rules:
+
+    1. "At each step, we only consider tokens that have local scores that
+       are not more than beamsize below the best token for this step": a
+       live hypothesis is extended only by tokens whose log-probability at
+       this step is at least its best token's minus `beam_width` (the local
+       score is the token's own log-probability, compared among the tokens
+       of one hypothesis).
+    2. "We remove all hypotheses that are more than beamsize below the best
+       final hypothesis": once a hypothesis has finished, every candidate
+       (live or finishing) whose GNMT score is more than `beam_width` below
+       the best finished score so far (this step's included) is dropped, and
+       so are finished ones below that line in the returned n-best list.
+
+    With `alpha = beta = 0` rule 2 is admissible (a live score can only fall)
+    and rule 1 only excludes outputs with an improbable token, so an
+    exhaustive beam with pruning returns the best outputs made of
+    within-`beam_width` tokens that score within `beam_width` of the best of
+    them; pruning mostly saves steps (fewer live hypotheses, so the search
+    stops earlier).
 
     Example:
 
@@ -190,7 +253,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         length_penalty: float `alpha`.
         coverage_penalty: float `beta`; needs a step function that returns
             attention.
-        beam_width: float or `None`. Score-space pruning width.
+        beam_width: float or `None`. GNMT's pruning width (both rules above).
         num_hypotheses: int `N` in `[1, K]`. Hypotheses returned per sentence.
         early_stopping: `"gnmt"`, `"exact"` or `"none"`, see above.
 
@@ -269,9 +332,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             cand_log_probs, length, coverage[:, :, tf.newaxis],
             source_mask[:, tf.newaxis, tf.newaxis], alpha, beta)
         if beam_width is not None:
-            best = tf.reduce_max(cand_scores, axis=[1, 2], keepdims=True)
-            cand_scores = tf.where(cand_scores < best - beam_width, neg_inf,
-                                   cand_scores)
+            cand_scores = _prune(cand_scores, log_probs, finished["scores"],
+                                 length >= max_lengths, end_id, beam_width)
 
         # Keep the K best of the K * V candidates.
         top_scores, top = tf.math.top_k(
@@ -349,6 +411,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         cond, body, loop_vars, shape_invariants=shape_invariants,
         maximum_iterations=max_time)
 
+    if beam_width is not None:
+        finished = _drop_below_best(finished, beam_width)
     out_time = tf.maximum(tf.reduce_max(finished["lengths"]), 0)
     return DecodingResult(
         ids=finished["ids"][:, :, :out_time],

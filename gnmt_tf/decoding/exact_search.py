@@ -30,6 +30,7 @@ Example:
 
 import dataclasses
 import math
+import time
 from typing import Optional, Tuple
 
 import numpy as np
@@ -72,7 +73,7 @@ class _Frame:
 
 
 def exact_search(step_fn, initial_state, start_id, end_id, max_length,
-                 max_expansions=None):
+                 max_expansions=None, max_seconds=None, clock=time.monotonic):
     """Depth-first search for the highest-scoring output of one sentence.
 
     Args:
@@ -89,6 +90,9 @@ def exact_search(step_fn, initial_state, start_id, end_id, max_length,
       max_expansions: int or None. Stop after this many `step_fn` calls;
         the result is then not proven optimal (unless the search happened
         to finish).
+      max_seconds: float > 0 or None. Stop after this much time (`clock`),
+        likewise.
+      clock: callable returning seconds (for tests).
 
     Returns:
       An `ExactSearchResult`.
@@ -101,6 +105,10 @@ def exact_search(step_fn, initial_state, start_id, end_id, max_length,
                                        or max_expansions < 1):
         raise ValueError(f"max_expansions must be an int >= 1 or None, got "
                          f"{max_expansions!r}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"max_seconds must be > 0 or None, got "
+                         f"{max_seconds!r}")
+    start = clock()
     best_ids, best_score = None, -math.inf
     expansions = 0
     # The hypothesis to expand next: (ids, score, input token, state).
@@ -108,7 +116,9 @@ def exact_search(step_fn, initial_state, start_id, end_id, max_length,
     stack = []
     while True:
         if pending is not None:
-            if max_expansions is not None and expansions >= max_expansions:
+            if ((max_expansions is not None and expansions >= max_expansions)
+                    or (max_seconds is not None
+                        and clock() - start >= max_seconds)):
                 return ExactSearchResult(best_ids, best_score, False,
                                          expansions)
             ids, score, last, state = pending

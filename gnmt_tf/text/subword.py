@@ -6,6 +6,7 @@ Training and batch pre-tokenisation use the `sentencepiece` library; inside grap
 `tensorflow_text.SentencepieceTokenizer`, so ids agree exactly.
 """
 
+import collections
 import io
 import pathlib
 import sys
@@ -49,6 +50,30 @@ def train_sentencepiece(sentences, model_prefix, vocabulary_size=8000,
             os.replace(staged.with_suffix(suffix),
                        model_prefix.with_name(model_prefix.name + suffix))
     return model_prefix.with_name(model_prefix.name + ".model")
+
+
+def coverage_for_base_characters(sentences, max_characters):
+    """The SentencePiece `character_coverage` that keeps the
+    `max_characters` most frequent characters of `sentences` (GNMT's cap on
+    base characters, about 500 in Wu et al. 2016 §4.1); rarer characters
+    become `<unk>`.
+
+    SentencePiece counts the NFKC-normalised characters, with whitespace as
+    one word-boundary symbol, sorts them by frequency, and keeps characters
+    while the share of the text covered so far is below the coverage; so
+    the coverage of the `max_characters` most frequent ones keeps exactly
+    those. Returns 1.0 when the text has no more characters than that.
+    """
+    counts = collections.Counter()
+    for sentence in sentences:
+        text = unicodedata.normalize("NFKC", sentence).strip()
+        if text:
+            counts["\u2581"] += len(text.split())  # one before each word
+            counts.update(c for c in text if not c.isspace())
+    if len(counts) <= max_characters:
+        return 1.0
+    ranked = sorted(counts.values(), reverse=True)
+    return sum(ranked[:max_characters]) / sum(ranked)
 
 
 def vocabulary_size_floor(sentences, vocabulary_size, num_user_symbols=0,

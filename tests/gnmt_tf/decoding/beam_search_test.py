@@ -201,6 +201,65 @@ def test_small_beam_width_prunes_but_returns_valid_hypotheses(toy_model,
                     rtol=1e-5, atol=1e-5)
 
 
+def _within_local_width(model, sentence, start, ids, width):
+    """Whether every token of `ids` scores (log-probability) at most `width`
+    below the best token of its step (GNMT pruning rule 1)."""
+    prev2 = prev = start
+    for step, token in enumerate(ids):
+        row = model.log_probs[sentence, min(step, model.num_steps - 1),
+                              prev2, prev]
+        if row[token] < row.max() - width:
+            return False
+        prev2, prev = prev, token
+    return True
+
+
+@pytest.mark.parametrize("width", [0.3, 1.0, 2.5])
+def test_gnmt_pruning_is_exactly_the_papers_two_rules(toy_model, end_id,
+                                                      width):
+    # Without penalties rule 2 is admissible, so an exhaustive beam with
+    # pruning returns exactly the brute-force best outputs made of tokens
+    # within `width` of their step's best token (rule 1) that score within
+    # `width` of the best of those (rule 2), best first.
+    model = toy_model(5, SOURCE_LENGTHS, sharpness=2.0)
+    n = 3
+    pruned = _search(model, end_id, beam_size=EXHAUSTIVE_BEAM,
+                     num_hypotheses=n, length_penalty=0.0,
+                     coverage_penalty=0.0, beam_width=width,
+                     early_stopping="none")
+    pruned_some = False
+    for b, (start, max_length) in enumerate(zip(START_IDS, MAX_LENGTHS)):
+        every = model.brute_force(b, start, max_length, 0.0, 0.0)
+        allowed = [h for h in every
+                   if _within_local_width(model, b, start, h["ids"], width)]
+        best = allowed[0]["score"]
+        expected = [h for h in allowed if h["score"] >= best - width][:n]
+        got = [(_hypothesis(pruned, b, i), float(pruned.scores[b, i]))
+               for i in range(n) if np.isfinite(pruned.scores[b, i])]
+        assert [ids for ids, _ in got] == [h["ids"] for h in expected]
+        np.testing.assert_allclose([s for _, s in got],
+                                   [h["score"] for h in expected], atol=1e-5)
+        pruned_some |= [h["ids"] for h in expected] != [
+            h["ids"] for h in every[:n]]
+    assert pruned_some  # the width prunes something on this model
+
+
+def test_gnmt_pruning_never_drops_the_greedy_path_and_saves_steps(toy_model,
+                                                                  end_id):
+    # Rule 1 keeps each hypothesis' best token, so beam size 1 with pruning
+    # is still greedy search; on a wide beam, pruning ends the search sooner.
+    model = toy_model(7, SOURCE_LENGTHS, sharpness=3.0)
+    greedy = _search(model, end_id, beam_size=1, length_penalty=0.0)
+    _assert_same_result(greedy, _search(model, end_id, beam_size=1,
+                                        length_penalty=0.0, beam_width=0.01))
+    wide = dict(beam_size=EXHAUSTIVE_BEAM, length_penalty=0.0,
+                early_stopping="exact")
+    full = _search(model, end_id, **wide)
+    pruned = _search(model, end_id, beam_width=0.5, **wide)
+    assert int(pruned.num_steps) <= int(full.num_steps)
+    np.testing.assert_allclose(pruned.scores[:, 0], full.scores[:, 0])
+
+
 # --- graph mode, export, interface -------------------------------------------
 
 

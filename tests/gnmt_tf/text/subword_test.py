@@ -62,3 +62,31 @@ def test_failed_training_writes_no_files(tmp_path):
     with pytest.raises(ValueError, match="SentencePiece cannot train"):
         train_sentencepiece(["a b"], tmp_path / "spm", 10, model_type="nope")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_base_character_cap_maps_the_rarest_characters_to_unk(tmp_path):
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.text.subword import coverage_for_base_characters
+
+    # 12 letters, then 3 ever rarer ones: a cap of 13 (12 + the word
+    # boundary) drops exactly the 3 rare ones.
+    common = ["abcdef ghijkl " * 3] * 60
+    rare = ["abcdef xq", "abcdef xz", "abcdef zw", "abcdef xx"]
+    corpus = tmp_path / "text.txt"
+    corpus.write_text("\n".join(common + rare) + "\n", encoding="utf-8")
+    assert coverage_for_base_characters(common + rare, 100) == 1.0
+    for flags, capped in (([], False), (["--max-base-characters", "13"],
+                                        True)):
+        prefix = tmp_path / f"spm{len(flags)}"
+        assert main(["vocab", "--input", str(corpus), "--model-prefix",
+                     str(prefix), "--vocab-size", "30", *flags]) == 0
+        ids = Subwords(f"{prefix}.model").encode(["q w z"])[0]
+        assert (1 in ids) == capped  # 1: <unk>
+    # "x" (4 uses) is the most frequent of the rare ones: a cap of 14 keeps it.
+    prefix = tmp_path / "spm14"
+    assert main(["vocab", "--input", str(corpus), "--model-prefix",
+                 str(prefix), "--vocab-size", "30",
+                 "--max-base-characters", "14"]) == 0
+    subwords = Subwords(f"{prefix}.model")
+    assert 1 not in subwords.encode(["x"])[0]
+    assert 1 in subwords.encode(["q"])[0]

@@ -1,0 +1,252 @@
+"""Benchmark: the decoders of issue 15 on a trained model, three sections of
+`benchmarks/results/decoding.json`.
+
+- `search_errors`: how often beam search (beams 1, 4, 10; no penalties)
+  misses the model's best output, against exact depth-first search
+  (`--decoder dfs`), on short sentences; the measurement of
+  `benchmarks/search_errors.py`, reused.
+- `constrained`: glossary terms from the reference side: for each sentence
+  the longest capitalised word of the German reference after its first
+  word (German nouns are capitalised), punctuation stripped. Term usage
+  rate and BLEU of plain beam search and of lexically constrained search
+  (dynamic beam allocation), side by side on the same sentences.
+- `gnmt_pruning`: GNMT's pruning (`beam_width`, the paper's two rules) at
+  beam 10: wall time of the in-graph batched search, its decoding steps
+  (summed over batches) and BLEU, without and with pruning, measured
+  alternately in one run (each setting traced once before timing; the
+  median of the repeats).
+
+    python benchmarks/decoding_search.py --model-dir MODEL_DIR \\
+        [--sections search_errors,constrained,gnmt_pruning] \\
+        [--data-dir ../shared/data/multi30k] [--note "..."]
+
+The task arguments default to en->de captions (a task-space model); a GNMT
+model dir takes `--task` none (`--no-task`).
+"""
+
+import argparse
+import gzip
+import pathlib
+import re
+import statistics
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # (a PyPI "benchmarks"
+# package may shadow this folder)
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+import search_errors  # noqa: E402
+from results_file import command_line, update_section  # noqa: E402
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "decoding.json"
+TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
+
+
+def _lines(path, count):
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n") for line, _ in zip(f, range(count))]
+
+
+def reference_term(reference):
+    """The longest capitalised word after the first, punctuation stripped
+    (None if there is none of 3+ letters)."""
+    words = [re.sub(r"^\W+|\W+$", "", w) for w in reference.split()[1:]]
+    nouns = [w for w in words if len(w) >= 3 and w[0].isupper()]
+    return max(nouns, key=len) if nouns else None
+
+
+def _bleu(hypotheses, references):
+    from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
+
+    return round(score_corpus(hypotheses, references).bleu, 2)
+
+
+def constrained_section(translator, task, data_dir, count, beam):
+    from gnmt_tf.translator import SearchOptions
+
+    sources = _lines(data_dir / "test_2016_flickr.en.gz", count)
+    references = _lines(data_dir / "test_2016_flickr.de.gz", count)
+    terms = [reference_term(r) for r in references]
+    options = SearchOptions(beam_size=beam, length_penalty=0.6)
+    start = time.perf_counter()
+    plain = translator.translate(sources, options, **task)
+    plain_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    constrained = [h[0].text for h in translator.translate_nbest(
+        sources, options, constraints=[[t] if t else [] for t in terms],
+        **task)]
+    constrained_seconds = time.perf_counter() - start
+
+    def usage(outputs):
+        used = [t in o.split() or t in o for o, t in zip(outputs, terms)
+                if t]
+        return round(sum(used) / len(used), 4)
+
+    return {
+        "sentences": count,
+        "terms": sum(1 for t in terms if t),
+        "term_source": "longest capitalised word (a noun) of the German "
+                       "reference after its first word",
+        "beam_size": beam,
+        "term_usage": {"beam": usage(plain), "constrained": usage(constrained)},
+        "bleu": {"beam": _bleu(plain, references),
+                 "constrained": _bleu(constrained, references)},
+        "seconds": {"beam": round(plain_seconds, 1),
+                    "constrained": round(constrained_seconds, 1)},
+        "examples": [{"source": s, "term": t, "beam": p, "constrained": c}
+                     for s, t, p, c in list(zip(sources, terms, plain,
+                                                constrained))[:5]],
+    }
+
+
+def decoding_steps(translator, sources, options, task, batch_size=32):
+    """The in-graph beam search's steps (`DecodingResult.num_steps`) summed
+    over the batches of `sources` (sorted by length, as `Translator`
+    batches them): the loop ends when every sentence of a batch stops, so
+    pruning saves time only through these."""
+    import tensorflow as tf
+
+    from gnmt_tf.decoding import beam_search
+
+    model = translator.model
+    names = [t.name for t in translator.task_inputs]
+
+    @tf.function(autograph=False)
+    def steps(sentences, *task_ids):
+        ids = dict(zip(names, task_ids))
+        source_ids, lengths = translator.tokenize(sentences, ids)
+        max_lengths = translator.max_lengths(lengths, options)
+        state = model.initial_state(model.encode(source_ids, **ids),
+                                    tf.reduce_max(max_lengths))
+        return beam_search(
+            model.step, state, tf.fill(tf.shape(lengths), translator.bos_id),
+            translator.eos_id, options.beam_size, max_lengths,
+            source_lengths=lengths, length_penalty=options.length_penalty,
+            beam_width=options.beam_width).num_steps
+
+    task_ids = translator.task_ids(**task)
+    order = sorted(sources, key=lambda s: len(translator.subwords.encode([s])[0]))
+    total = 0
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        total += int(steps(tf.constant(chunk), *[
+            tf.constant([task_ids[n]] * len(chunk)) for n in names]))
+    return total
+
+
+def pruning_section(translator, task, data_dir, count, beam, widths,
+                    repeats):
+    from gnmt_tf.translator import SearchOptions
+
+    sources = _lines(data_dir / "test_2016_flickr.en.gz", count)
+    references = _lines(data_dir / "test_2016_flickr.de.gz", count)
+    settings = {"none": None, **{str(w): w for w in widths}}
+    options = {name: SearchOptions(beam_size=beam, length_penalty=0.6,
+                                   beam_width=w)
+               for name, w in settings.items()}
+    outputs, times = {}, {name: [] for name in settings}
+    for name in settings:  # trace each search once
+        outputs[name] = translator.translate(sources[:2], options[name], **task)
+    for _ in range(repeats):
+        for name in settings:
+            start = time.perf_counter()
+            outputs[name] = translator.translate(sources, options[name],
+                                                 **task)
+            times[name].append(time.perf_counter() - start)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    steps = {name: decoding_steps(translator, sources, options[name], task)
+             for name in settings}
+    return {
+        "sentences": count,
+        "beam_size": beam,
+        "length_penalty": 0.6,
+        "seconds_median": {n: round(t, 2) for n, t in median.items()},
+        "seconds_all": {n: [round(x, 2) for x in t] for n, t in times.items()},
+        "speedup": {n: round(median["none"] / median[n], 3)
+                    for n in settings if n != "none"},
+        "bleu": {n: _bleu(outputs[n], references) for n in settings},
+        "decoding_steps": steps,
+        "outputs_changed": {n: sum(a != b for a, b in zip(outputs["none"],
+                                                           outputs[n]))
+                            for n in settings if n != "none"},
+    }
+
+
+def search_errors_section(translator, task, data_dir, count, max_expansions,
+                          beams):
+    sentences = search_errors._sentences(
+        data_dir / "val.en.gz", translator.subwords, 10, count)
+    start = time.perf_counter()
+    rows, errors = search_errors.measure(translator, sentences, task, beams,
+                                         2.0, max_expansions, 1e-4)
+    proven = sum(r["optimal"] for r in rows)
+    return {
+        "search_errors": {b: e["share"] for b, e in errors.items()},
+        "search_error_counts": {b: e["count"] for b, e in errors.items()},
+        "sentences": len(rows),
+        "proven_optimal": proven,
+        "definition": (
+            "share of the proven-optimal sentences (dfs finished within "
+            "max_expansions) where beam search's best unnormalised score "
+            "(no penalties, same max length) is below dfs's by > 1e-4"),
+        "data": "multi30k val.en, sentences of <= 10 subwords",
+        "max_expansions": max_expansions,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model-dir", required=True)
+    parser.add_argument("--data-dir", default=str(
+        REPO_ROOT.parent / "shared" / "data" / "multi30k"))
+    parser.add_argument("--sections",
+                        default="search_errors,constrained,gnmt_pruning")
+    parser.add_argument("--no-task", action="store_true",
+                        help="a model without task inputs (GNMT)")
+    parser.add_argument("--errors-sentences", type=int, default=12)
+    parser.add_argument("--max-expansions", type=int, default=300)
+    parser.add_argument("--constrained-sentences", type=int, default=40)
+    parser.add_argument("--pruning-sentences", type=int, default=100)
+    parser.add_argument("--beam", type=int, default=10)
+    parser.add_argument("--widths", default="3")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--note", default="")
+    parser.add_argument("--output", default=str(RESULT))
+    args = parser.parse_args(argv)
+
+    from gnmt_tf.translator import Translator
+
+    translator = Translator.from_model_dir(args.model_dir)
+    task = {} if args.no_task else TASK
+    data_dir = pathlib.Path(args.data_dir)
+    command = command_line("decoding_search.py", argv)
+    common = {"model_dir": args.model_dir, "note": args.note}
+    for section in args.sections.split(","):
+        start = time.perf_counter()
+        if section == "search_errors":
+            value = search_errors_section(translator, task, data_dir,
+                                          args.errors_sentences,
+                                          args.max_expansions, [1, 4, 10])
+        elif section == "constrained":
+            value = constrained_section(translator, task, data_dir,
+                                        args.constrained_sentences, 5)
+        elif section == "gnmt_pruning":
+            value = pruning_section(
+                translator, task, data_dir, args.pruning_sentences,
+                args.beam, [float(w) for w in args.widths.split(",")],
+                args.repeats)
+        else:
+            parser.error(f"unknown section {section!r}")
+        value = dict(value, **common,
+                     section_seconds=round(time.perf_counter() - start, 1))
+        update_section(args.output, section, value, command)
+        print(section, {k: v for k, v in value.items()
+                        if k not in ("examples", "note")}, flush=True)
+
+
+if __name__ == "__main__":
+    main()
