@@ -1,4 +1,4 @@
-"""Model-agnostic decoding: beam, greedy and exact search, GNMT scoring,
+"""Model-agnostic decoding: beam, greedy and exact search, sampling, GNMT scoring,
 ensembles.
 
 A model is seen only through a step function
@@ -19,6 +19,7 @@ from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
+from gnmt_tf.decoding.sampling import sample_search
 
 __all__ = [
     "DecodingResult",
@@ -32,6 +33,7 @@ __all__ = [
     "gnmt_score",
     "greedy_search",
     "length_penalty",
+    "sample_search",
     "tile_beams",
     "unflatten_beams",
 ]
