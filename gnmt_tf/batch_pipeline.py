@@ -13,8 +13,8 @@ back to the scheduler.
   same batches as `gnmt_tf.translator.Translator.translate_nbest`); work
   handed back goes out again in batches of its own.
 - The compute thread runs `Stages.compute` on one batch at a time.
-- The post-processing thread asks `Stages.finish` whether each result is
-  final. One that is not (say, a translation cut at its length limit) is
+- The post-processing thread makes each result final (`Stages.finish`,
+  e.g. detokenisation) or hands it back. One that is not final (say, a translation cut at its length limit) is
   handed back to the scheduler with its attempt number raised; a batch whose
   compute ran out of memory is handed back one sentence at a time. Final
   results leave in input order, as soon as all earlier lines are done, so
@@ -56,6 +56,7 @@ class Work:
       data: what `Stages.prepare` made of the line (e.g. its ids).
       empty: bool. True: never computed, `Stages.empty_result` is its result.
       attempt: int. 0, then 1, 2, ... each time the work is handed back.
+      alone: bool. True: its batch ran out of memory; it runs on its own.
     """
 
     index: int
@@ -63,6 +64,7 @@ class Work:
     data: typing.Any = None
     empty: bool = False
     attempt: int = 0
+    alone: bool = False
 
 
 class Stages(typing.Protocol):
@@ -77,9 +79,9 @@ class Stages(typing.Protocol):
         """Compute thread: one result per work item. All items of a batch
         share one `attempt`. Raises `OutOfMemory` for a batch too large."""
 
-    def finish(self, work: Work, result) -> bool:
-        """Post-processing thread: True when `result` is final, False to
-        hand `work` back (it comes back with `attempt + 1`)."""
+    def finish(self, work: Work, result):
+        """Post-processing thread: the final result made of `result`, or
+        None to hand `work` back (it comes back with `attempt + 1`)."""
 
     def empty_result(self, work: Work):
         """The result of an empty line."""
@@ -246,11 +248,10 @@ class _Run:
             pass
         if self.stop.is_set():
             raise _Stop
-        alone = [w for w in works if w.data is _ALONE]
-        for w in alone:
-            w.data = w.data_before_split
-            self._send([w])
-        rest = sorted((w for w in works if w not in alone),
+        for work in works:
+            if work.alone:
+                self._send([work])
+        rest = sorted((w for w in works if not w.alone),
                       key=lambda w: (w.attempt, w.length))
         for attempt in sorted({w.attempt for w in rest}):
             same = [w for w in rest if w.attempt == attempt]
@@ -288,22 +289,21 @@ class _Run:
                 total = batch
             elif kind == "split":
                 for work in batch:  # handed back, one sentence each
-                    work.data_before_split, work.data = work.data, _ALONE
+                    work.alone = True
                     self.handed_back.put(work)
             else:
                 for i, work in enumerate(batch):
                     if work.empty:
                         ready[work.index] = self.p.stages.empty_result(work)
-                    elif self.p.stages.finish(work, results[i]):
-                        ready[work.index] = results[i]
-                    else:
+                        continue
+                    final = self.p.stages.finish(work, results[i])
+                    if final is None:
                         work.attempt += 1
                         self.handed_back.put(work)
+                    else:
+                        ready[work.index] = final
             while emitted in ready:
                 self._put(self.output, (emitted, ready.pop(emitted)))
                 emitted += 1
         self.all_done.set()
         self._put(self.output, _DONE)
-
-
-_ALONE = object()  # `Work.data` of work handed back to run alone

@@ -11,7 +11,8 @@ a chunk at a time (`gnmt_tf.cli.streaming`).
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+from gnmt_tf.cli.arg_types import finite_float, non_negative_int
+from gnmt_tf.cli.arg_types import positive_float, positive_int
 
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
@@ -126,6 +127,16 @@ def register(subparsers):
     parser.add_argument("--plot-attention-count", type=positive_int,
                         default=10, metavar="N",
                         help="sentences --plot-attention draws (default 10)")
+    parser.add_argument(
+        "--pipeline", action="store_true",
+        help="translate with the batch-decoding pipeline (with --model): "
+             "a scheduler, a compute and a post-processing thread, for "
+             "large files; same output, in input order")
+    parser.add_argument(
+        "--pipeline-retries", type=non_negative_int, default=1, metavar="N",
+        help="with --pipeline: times a translation cut at its length limit "
+             "is redone with the limit doubled (default 1; 0 = never, "
+             "which gives exactly plain translate's output)")
     add_search_arguments(parser)
     task_flags.add_task_arguments(parser)
     parser.set_defaults(func=run)
@@ -246,6 +257,11 @@ def run(args):
                      or getattr(args, "onnx", None)):
         raise ValueError("--plot-attention needs --model (the attention "
                          "comes from a forced pass of the model)")
+    if getattr(args, "pipeline", False) and (
+            plot_dir or args.server or not getattr(args, "model", None)):
+        raise ValueError("--pipeline translates with --model DIR (not "
+                         "--server, --tflite or --onnx) and without "
+                         "--plot-attention")
     if args.server:
         return _translate_through_server(args)
     given = [flag for flag in ("model", "tflite", "onnx")
@@ -269,6 +285,9 @@ def run(args):
     task = task_flags.task_arguments(args, translator.model, args.model)
     translator.task_ids(**task)  # a bad task fails before reading input
 
+    if getattr(args, "pipeline", False):
+        return _translate_with_pipeline(args, translator, options, task)
+
     def format_chunk(sentences, results, first):
         if plot_dir:
             plots.add(translator, sentences, results, first, **task)
@@ -279,3 +298,31 @@ def run(args):
         lambda sentences: translator.translate_nbest(
             sentences, options, args.batch_size, **task),
         format_chunk)
+
+
+def _translate_with_pipeline(args, translator, options, task):
+    """`--pipeline`: the batch-decoding pipeline (`gnmt_tf.batch_pipeline`)
+    over the input, output written line by line in input order, in the
+    same windows and batches as plain `translate`."""
+    from gnmt_tf.batch_pipeline import BatchPipeline
+    from gnmt_tf.batch_translation import TranslationStages
+    from gnmt_tf.progress import progress
+
+    stages = TranslationStages(translator, options, args.pipeline_retries,
+                               **task)
+    with streaming.open_input(args.input) as (stream, name), \
+            streaming.open_output(args.output) as out, \
+            progress(desc="translate", unit=" sentences") as bar:
+        pipeline = BatchPipeline(
+            stages, args.batch_size,
+            streaming.chunk_size(stream, args.batch_size))
+        for index, hypotheses in pipeline.run(
+                streaming.iter_lines(stream, name)):
+            lines = format_results([hypotheses], options, index)
+            out.write("".join(line + "\n" for line in lines))
+            out.flush()
+            bar.update(1)
+    if stages.empty_lines:
+        print(f"note: {stages.empty_lines} empty input line(s) give empty "
+              "output lines", file=sys.stderr)
+    return 0
