@@ -106,27 +106,23 @@ def train_gnmt_from_args(args):
 def refine_rl_from_args(args):
     """`gnmt-tf train --refine-rl`: RL refinement of a trained model
     directory (`gnmt_tf.training.rl_refinement`)."""
-    import pathlib
-
     from gnmt_tf.model_dir import CONFIG_FILE
     from gnmt_tf.pretrained import locate
 
     if not (locate(args.model_dir) / CONFIG_FILE).exists():
         raise ValueError(f"--refine-rl needs a trained --model-dir; "
                          f"{args.model_dir} has no {CONFIG_FILE}")
-    from gnmt_tf.training.rl_refinement import RLOptions, refine_rl
+    from gnmt_tf.training.rl_refinement import (RLOptions, default_output_dir,
+                                                refine_rl)
 
     options = RLOptions(**{
         field: value for field, value in (
             ("alpha", args.alpha), ("num_samples", args.rl_samples),
             ("sampler", args.rl_sampler)) if value is not None})
-    out = args.output_dir
+    out = args.output_dir or default_output_dir(args.model_dir)
     result = refine_rl(args.model_dir, out, args.data_dir, options,
                        minutes=args.minutes, overrides=args.overrides,
                        log_every=args.log_every)
-    from gnmt_tf.training.rl_refinement import default_output_dir
-
-    out = pathlib.Path(out) if out else default_output_dir(args.model_dir)
     print(f"refined to step {result.steps} in {result.seconds / 60:.1f} min; "
           f"model in {out}")
     return 0

@@ -191,3 +191,21 @@ def test_refinement_errors(tmp_path, capsys):
                       "--alpha", alpha])
         assert exit_info.value.code == 2
         assert "--alpha: must be" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # traces the RL step of a Transformer: minutes
+def test_refinement_of_a_task_space_model(ts_model_dir, multiway_dir,
+                                          tmp_path):
+    from gnmt_tf.model_dir import load_model
+
+    out = tmp_path / "ts-rl"
+    result = refine_rl(ts_model_dir, out, multiway_dir,
+                       RLOptions(num_samples=2, sampler="beam"),
+                       overrides=["max_tokens=64", "train_steps=2"])
+    assert result.steps == 2
+    config = json.loads((out / "config.json").read_text())
+    assert config["model_type"] == "task_space_transformer"
+    assert config["task_space"] == json.loads(
+        (ts_model_dir / "config.json").read_text())["task_space"]
+    model, _, _ = load_model(out)
+    assert model.default_task["src_lang"] in ("en", "de")
