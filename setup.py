@@ -25,6 +25,7 @@ INSTALL_REQUIRES = [
     "tensorflow-serving-api>=2.21.0,<2.22",
     "tensorflow-model-optimization>=0.8.1,<0.9",
     "sacrebleu>=2.6.0,<3",
+    "nltk>=3.9,<4",  # GLEU (gnmt_tf.evaluation.gleu), GNMT's RL reward
     "sentencepiece>=0.2.1,<0.3",
     # Sentence splitting (pipeline.sentence_split): `translate --server`
     # and the server's request batching split documents into sentences.

@@ -41,10 +41,12 @@ class ModelType:
         `--help`).
       quantized_from: for a quantization-aware variant, the float type it
         is made from (`gnmt-tf export qat`).
-      finetune_data: for such a variant, ``"module:function"`` giving its
-        fine-tuning data: `function(model, subwords, payload, data_dir,
-        train_config)` -> `(train_config, dataset)`, with `payload` the float
-        directory's `config.json` (called by `export.qat.qat_finetune`).
+      finetune_data: ``"module:function"`` giving the type's fine-tuning
+        data: `function(model, subwords, payload, data_dir, train_config)`
+        -> `(train_config, dataset)`, with `payload` the trained
+        directory's `config.json`: for a quantization-aware variant, what
+        `export.qat.qat_finetune` trains it on; for a float type, what
+        RL refinement (`gnmt_tf.training.rl_refinement`) samples from.
     """
 
     model_class: str

@@ -182,12 +182,20 @@ class Translator:
         `[B, K]` multi-hot) -> dict(translations [B, N], scores [B, N],
         ...) (see `decode`)."""
         source_ids, source_lengths = self.tokenize(sentences, task)
+        return self.outputs(self.search_ids(source_ids, source_lengths,
+                                            options, **task))
+
+    def search_ids(self, source_ids, source_lengths, options: SearchOptions,
+                   **task):
+        """Graph body without text: `source_ids [B, S]` (source prefix,
+        subwords, end token; 0-padded), their `source_lengths [B]` and the
+        task ids -> the search's `DecodingResult`."""
         max_lengths = self.max_lengths(source_lengths, options)
         encoded = self.model.encode(source_ids, **task)
         # The search runs at most max(max_lengths) steps: the state's size.
         state = self.model.initial_state(
             encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
-        return self.decode(state, source_lengths, options, max_lengths)
+        return self.run_search(state, source_lengths, options, max_lengths)
 
     def max_lengths(self, source_lengths, options: SearchOptions):
         """Output length limits `[B]`: `max_length_ratio` times the source, at
@@ -203,6 +211,21 @@ class Translator:
         """Runs the search from a decoding `state` and detokenises the result:
         dict(translations [B, N], scores [B, N]) plus the search's `ids`
         [B, N, T], `lengths` [B, N] and `log_probs` [B, N]."""
+        return self.outputs(self.run_search(state, source_lengths, options,
+                                            max_lengths))
+
+    def outputs(self, result):
+        """A search's `DecodingResult` as the graph's outputs:
+        dict(translations [B, N], scores [B, N], ids [B, N, T],
+        lengths [B, N], log_probs [B, N])."""
+        return {"translations": self.detokenize(result.ids, result.lengths),
+                "scores": result.scores, "ids": result.ids,
+                "lengths": result.lengths, "log_probs": result.log_probs}
+
+    def run_search(self, state, source_lengths, options: SearchOptions,
+                   max_lengths=None):
+        """Runs the search from a decoding `state`; returns its
+        `DecodingResult` (ids, not text)."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
         if options.decoder not in GRAPH_DECODERS:
@@ -223,9 +246,7 @@ class Translator:
                 beam_width=options.beam_width,
                 num_hypotheses=options.num_hypotheses,
                 early_stopping=options.early_stopping)
-        return {"translations": self.detokenize(result.ids, result.lengths),
-                "scores": result.scores, "ids": result.ids,
-                "lengths": result.lengths, "log_probs": result.log_probs}
+        return result
 
     def task_specs(self):
         """The int32 `TensorSpec`s of the task inputs, in order."""
@@ -246,6 +267,28 @@ class Translator:
                                  *self.task_specs()],
                 autograph=False)
         return self._functions[options]
+
+    def ids_search_fn(self, options: SearchOptions):
+        """The `tf.function` `(source_ids [B, S], source_lengths [B], *task
+        ids) -> dict(ids [B, N, T], lengths [B, N], scores [B, N])` for
+        `options`, cached: `search_ids` for callers that tokenise and
+        detokenise on the host (`gnmt_tf.batch_translation`)."""
+        key = ("ids", options)
+        if key not in self._functions:
+            names = [t.name for t in self.task_inputs]
+
+            def search(source_ids, source_lengths, *task):
+                result = self.search_ids(source_ids, source_lengths, options,
+                                         **dict(zip(names, task)))
+                return {"ids": result.ids, "lengths": result.lengths,
+                        "scores": result.scores}
+
+            self._functions[key] = tf.function(
+                search, input_signature=[
+                    tf.TensorSpec([None, None], tf.int32),
+                    tf.TensorSpec([None], tf.int32), *self.task_specs()],
+                autograph=False)
+        return self._functions[key]
 
     def task_ids(self, **task):
         """Checks Python task arguments; returns their ids by name.

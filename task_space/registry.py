@@ -16,4 +16,5 @@ TASK_SPACE_TRANSFORMER = ModelType(
     config_class="task_space.config:TransformerConfig",
     presets=("transformer_tiny", "transformer_small", "transformer_base"),
     train="task_space.cli:train_from_args",
-    train_arguments="task_space.cli:add_train_arguments")
+    train_arguments="task_space.cli:add_train_arguments",
+    finetune_data="task_space.training:finetune_data")

@@ -274,3 +274,23 @@ def _bleu_sample(examples, lines):
             [examples.sources[i] for i in indices],
             [examples.targets[i] for i in indices]))
     return BleuSample(groups)
+
+
+def finetune_data(model, subwords, payload, data_dir, train_config):
+    """`(train_config, dataset)` a task-space model directory is fine-tuned
+    on (its `ModelType.finetune_data`, e.g. RL refinement): the
+    mixed-direction batches of the directions, scene tags and
+    target-language token it was trained on (`payload`, its
+    `config.json`)."""
+    config = model.config
+    options = TaskSpaceOptions(**payload.get("task_space", {}))
+    examples = data_lib.load_multi30k(
+        data_dir, "train",
+        data_lib.parse_directions(options.directions, config.languages),
+        data_lib.parse_tags(options.tags), options.max_lines,
+        config.languages)
+    encoded = data_lib.encode_examples(
+        examples, subwords, config, options.target_language_token)
+    return train_config, data_lib.make_task_dataset(
+        encoded, train_config.max_tokens, train_config.max_length,
+        shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed)

@@ -8,7 +8,8 @@ The preset names the model type (`gnmt_tf.model_types`), whose declared
 import os
 
 from gnmt_tf import model_types
-from gnmt_tf.cli.arg_types import positive_float, positive_int
+from gnmt_tf.cli.arg_types import number, positive_float, positive_int
+from gnmt_tf.cli.arg_types import probability
 
 
 def register(subparsers):
@@ -39,6 +40,27 @@ def register(subparsers):
     parser.add_argument("--minutes", type=positive_float,
                         help="wall-time budget (same as --set max_minutes=M)")
     parser.add_argument("--log-every", type=positive_int, default=100)
+    rl = parser.add_argument_group(
+        "RL refinement (GNMT §5)",
+        "--refine-rl fine-tunes the trained --model-dir on the expected "
+        "sentence GLEU (mixed with the ML objective) and writes the result "
+        "to --output-dir, keeping the ML model; --set changes its training "
+        "settings, --minutes bounds it, a rerun resumes it")
+    rl.add_argument("--refine-rl", action="store_true",
+                    help="RL-refine the model in --model-dir")
+    rl.add_argument("--output-dir",
+                    help="the refined model directory (default "
+                         "<model-dir>-rl)")
+    rl.add_argument("--alpha", type=probability, default=None,
+                    help="weight of the ML objective in [0, 1] (default "
+                         "0.017, the paper's)")
+    rl.add_argument("--rl-samples", type=number(integer=True, minimum=2),
+                    default=None,
+                    help="hypotheses per sentence; their mean reward is "
+                         "the baseline (default 4)")
+    rl.add_argument("--rl-sampler", choices=["sample", "beam"], default=None,
+                    help="sample from the model (default) or take beam "
+                         "search's n-best list")
     adders = {t.train_arguments for t in model_types.model_types().values()
               if t.train_arguments}
     for adder in sorted(adders):
@@ -46,7 +68,16 @@ def register(subparsers):
     parser.set_defaults(func=run)
 
 
+_RL_FLAGS = ("output_dir", "alpha", "rl_samples", "rl_sampler")
+
+
 def run(args):
+    if args.refine_rl:
+        return refine_rl_from_args(args)
+    given = [f"--{flag.replace('_', '-')}" for flag in _RL_FLAGS
+             if getattr(args, flag) is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} only go with --refine-rl")
     _, model_type = model_types.model_type_of_preset(args.preset)
     return model_types.load_object(model_type.train)(args)
 
@@ -69,4 +100,29 @@ def train_gnmt_from_args(args):
     print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
           f"({result.target_tokens_per_s:.0f} target tokens/s); "
           f"model in {args.model_dir}")
+    return 0
+
+
+def refine_rl_from_args(args):
+    """`gnmt-tf train --refine-rl`: RL refinement of a trained model
+    directory (`gnmt_tf.training.rl_refinement`)."""
+    from gnmt_tf.model_dir import CONFIG_FILE
+    from gnmt_tf.pretrained import locate
+
+    if not (locate(args.model_dir) / CONFIG_FILE).exists():
+        raise ValueError(f"--refine-rl needs a trained --model-dir; "
+                         f"{args.model_dir} has no {CONFIG_FILE}")
+    from gnmt_tf.training.rl_refinement import (RLOptions, default_output_dir,
+                                                refine_rl)
+
+    options = RLOptions(**{
+        field: value for field, value in (
+            ("alpha", args.alpha), ("num_samples", args.rl_samples),
+            ("sampler", args.rl_sampler)) if value is not None})
+    out = args.output_dir or default_output_dir(args.model_dir)
+    result = refine_rl(args.model_dir, out, args.data_dir, options,
+                       minutes=args.minutes, overrides=args.overrides,
+                       log_every=args.log_every)
+    print(f"refined to step {result.steps} in {result.seconds / 60:.1f} min; "
+          f"model in {out}")
     return 0

@@ -19,8 +19,8 @@ import importlib
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import (finite_float, positive_float, positive_int,
-                                   probability)
+from gnmt_tf.cli.arg_types import (finite_float, non_negative_int,
+                                   positive_float, positive_int, probability)
 
 # The document mode's implementation, loaded by name (`gateway.cli`).
 DOCUMENT_PIPELINE = "gateway.cli"
@@ -178,6 +178,16 @@ def register(subparsers):
     parser.add_argument("--plot-attention-count", type=positive_int,
                         default=10, metavar="N",
                         help="sentences --plot-attention draws (default 10)")
+    parser.add_argument(
+        "--pipeline", action="store_true",
+        help="translate with the batch-decoding pipeline (with --model): "
+             "a scheduler, a compute and a post-processing thread, for "
+             "large files; same output, in input order")
+    parser.add_argument(
+        "--pipeline-retries", type=non_negative_int, default=1, metavar="N",
+        help="with --pipeline: times a translation cut at its length limit "
+             "is redone with the limit doubled (default 1; 0 = never, "
+             "which gives exactly plain translate's output)")
     add_search_arguments(parser)
     parser.add_argument(
         "--constraints", metavar="FILE",
@@ -380,6 +390,11 @@ def run(args):
                      or getattr(args, "onnx", None)):
         raise ValueError("--plot-attention needs --model (the attention "
                          "comes from a forced pass of the model)")
+    if getattr(args, "pipeline", False) and (
+            plot_dir or args.server or not getattr(args, "model", None)):
+        raise ValueError("--pipeline translates with --model DIR (not "
+                         "--server, --tflite or --onnx) and without "
+                         "--plot-attention")
     if args.server:
         _refuse_host_decoding(args, "--server")
         return _translate_through_server(args)
@@ -417,6 +432,9 @@ def run(args):
             constraints=constraints and constraints.for_lines(first,
                                                               sentences),
             members=members, member_weights=weights, **task)
+
+    if getattr(args, "pipeline", False):
+        return _translate_with_pipeline(args, translator, options, task)
 
     def format_chunk(sentences, results, first):
         if plot_dir:
@@ -459,3 +477,31 @@ def _sepbeam_weights(args):
                          "comma-separated numbers > 0 (--model first), got "
                          f"{args.sepbeam_weights!r}")
     return weights
+
+
+def _translate_with_pipeline(args, translator, options, task):
+    """`--pipeline`: the batch-decoding pipeline (`gnmt_tf.batch_pipeline`)
+    over the input, output written line by line in input order, in the
+    same windows and batches as plain `translate`."""
+    from gnmt_tf.batch_pipeline import BatchPipeline
+    from gnmt_tf.batch_translation import TranslationStages
+    from gnmt_tf.progress import progress
+
+    stages = TranslationStages(translator, options, args.pipeline_retries,
+                               **task)
+    with streaming.open_input(args.input) as (stream, name), \
+            streaming.open_output(args.output) as out, \
+            progress(desc="translate", unit=" sentences") as bar:
+        pipeline = BatchPipeline(
+            stages, args.batch_size,
+            streaming.chunk_size(stream, args.batch_size))
+        for index, hypotheses in pipeline.run(
+                streaming.iter_lines(stream, name)):
+            lines = format_results([hypotheses], options, index)
+            out.write("".join(line + "\n" for line in lines))
+            out.flush()
+            bar.update(1)
+    if stages.empty_lines:
+        print(f"note: {stages.empty_lines} empty input line(s) give empty "
+              "output lines", file=sys.stderr)
+    return 0

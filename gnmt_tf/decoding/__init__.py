@@ -1,6 +1,6 @@
-"""Model-agnostic decoding: beam and greedy search (in-graph); exact (dfs),
-bucket, separate-beam and lexically constrained search (host-side); GNMT
-scoring and pruning; ensembles.
+"""Model-agnostic decoding: beam and greedy search and sampling (in-graph);
+exact (dfs), bucket, separate-beam and lexically constrained search
+(host-side); GNMT scoring and pruning; ensembles.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -24,6 +24,7 @@ from gnmt_tf.decoding.host_steps import HostSteps
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
+from gnmt_tf.decoding.sampling import sample_search
 from gnmt_tf.decoding.sepbeam_search import sepbeam_search
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "gnmt_score",
     "greedy_search",
     "length_penalty",
+    "sample_search",
     "sepbeam_search",
     "tile_beams",
     "unflatten_beams",

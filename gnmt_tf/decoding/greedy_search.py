@@ -12,7 +12,8 @@ from gnmt_tf.decoding.beam_search import DecodingResult
 from gnmt_tf.decoding.beam_search import pad_last
 
 
-def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths):
+def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
+                  select_fn=None):
     """Greedy decoding as one `tf.while_loop`.
 
     Each sentence stops at its end token or at its maximum length; the loop
@@ -34,6 +35,9 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths):
         end_id: int. The end-of-sentence token.
         max_lengths: int32 `[B]` (or scalar), >= 1. Maximum output length per
             sentence, counting the end token.
+        select_fn: callable `log_probs [B, V] -> int32 ids [B]` picking each
+            step's token, or None: the most probable one (`argmax`).
+            `gnmt_tf.decoding.sampling.sample_search` samples with it.
 
     Returns:
         A `DecodingResult` with `N = 1`: `ids [B, 1, T]`, `lengths [B, 1]`,
@@ -57,7 +61,9 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths):
         else:
             has_attention[0] = True
         attention = tf.cast(attention, tf.float32)                    # [B, S]
-        token = tf.argmax(log_probs, axis=-1, output_type=tf.int32)      # [B]
+        token = (tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+                 if select_fn is None
+                 else tf.cast(select_fn(log_probs), tf.int32))            # [B]
         token_log_prob = tf.gather(log_probs, token, batch_dims=1)
         active = ~done
         time_mask = tf.one_hot(t, max_time)                              # [T]

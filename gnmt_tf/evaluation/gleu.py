@@ -1,50 +1,52 @@
 """GLEU, the sentence-level reward of GNMT's RL refinement (Wu et al. 2016, §5).
 
-GLEU is the minimum of n-gram recall and precision over all 1- to 4-grams of the
-output and the reference (n-gram counts clipped). sacreBLEU has no GLEU and
-NLTK's would be a dependency for twenty lines, so it is written here.
+GLEU is the minimum of n-gram recall and precision over all 1- to 4-grams
+of the output and the reference (n-gram counts clipped), which equals
+`matches / max(hypothesis n-grams, reference n-grams)`. NLTK's
+`nltk.translate.gleu_score` implements exactly that definition (its
+docstring quotes the paper) and is used here; for a corpus it adds up
+`matches` and `max(hypothesis n-grams, reference n-grams)` over the
+sentences (Schuster's corpus definition, as NLTK documents), which is not
+the mean of the sentence scores.
 """
 
-import collections
+from nltk.translate import gleu_score
+
+MAX_ORDER = 4
 
 
-def _ngrams(tokens, max_order):
-    counts = collections.Counter()
-    for n in range(1, max_order + 1):
-        for i in range(len(tokens) - n + 1):
-            counts[tuple(tokens[i:i + n])] += 1
-    return counts
+def _tokens(text):
+    """A string split on whitespace; token sequences (of any hashable items,
+    e.g. subword ids) unchanged."""
+    return text.split() if isinstance(text, str) else list(text)
 
 
-def gleu_statistics(hypothesis, reference, max_order=4):
-    """Returns (matches, hypothesis n-grams, reference n-grams) for token lists."""
-    hyp = _ngrams(hypothesis, max_order)
-    ref = _ngrams(reference, max_order)
-    matches = sum((hyp & ref).values())
-    return matches, sum(hyp.values()), sum(ref.values())
+def sentence_gleu(hypothesis, reference, max_order=MAX_ORDER) -> float:
+    """GLEU in [0, 1] of one hypothesis against one reference.
 
+    Args:
+      hypothesis: a string (split on whitespace) or a sequence of tokens.
+      reference: the same.
+      max_order: int. The longest n-gram counted.
 
-def sentence_gleu(hypothesis, reference, max_order=4) -> float:
-    """GLEU in [0, 1] of one tokenised hypothesis against one reference.
-
-    Strings are split on whitespace. Returns 0 when either side has no n-gram.
+    Returns:
+      0 when either side is empty, 1 for identical non-empty sides.
     """
-    if isinstance(hypothesis, str):
-        hypothesis = hypothesis.split()
-    if isinstance(reference, str):
-        reference = reference.split()
-    matches, hyp_total, ref_total = gleu_statistics(hypothesis, reference, max_order)
-    if hyp_total == 0 or ref_total == 0:
-        return 0.0
-    return min(matches / hyp_total, matches / ref_total)
+    return gleu_score.sentence_gleu([_tokens(reference)], _tokens(hypothesis),
+                                    min_len=1, max_len=max_order)
 
 
-def corpus_gleu(hypotheses, references, max_order=4) -> float:
-    """Corpus GLEU: min(precision, recall) of n-gram counts summed over pairs."""
-    matches = hyp_total = ref_total = 0
-    for hyp, ref in zip(hypotheses, references):
-        m, h, r = gleu_statistics(hyp.split(), ref.split(), max_order)
-        matches, hyp_total, ref_total = matches + m, hyp_total + h, ref_total + r
-    if hyp_total == 0 or ref_total == 0:
-        return 0.0
-    return min(matches / hyp_total, matches / ref_total)
+def corpus_gleu(hypotheses, references, max_order=MAX_ORDER) -> float:
+    """Corpus GLEU: the sum of each pair's n-gram matches over the sum of
+    each pair's `max(hypothesis n-grams, reference n-grams)`.
+
+    Raises:
+      ValueError: different numbers of hypotheses and references.
+    """
+    hypotheses, references = list(hypotheses), list(references)
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but "
+                         f"{len(references)} references")
+    return gleu_score.corpus_gleu([[_tokens(r)] for r in references],
+                                  [_tokens(h) for h in hypotheses],
+                                  min_len=1, max_len=max_order)
