@@ -395,6 +395,8 @@ def run(args):
         raise ValueError("--pipeline translates with --model DIR (not "
                          "--server, --tflite or --onnx) and without "
                          "--plot-attention")
+    if getattr(args, "pipeline", False):
+        _refuse_host_decoding(args, "--pipeline")
     if args.server:
         _refuse_host_decoding(args, "--server")
         return _translate_through_server(args)
