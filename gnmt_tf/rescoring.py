@@ -19,7 +19,10 @@ def score_pairs(translator, sources, targets, length_penalty=0.0,
     """The score of each target as the translation of its source.
 
     Each target is tokenized with the model's vocabulary and ends in the end
-    token (as a finished search hypothesis does).
+    token (as a finished search hypothesis does). A search output scores
+    what the search gave it when its text gives back its pieces: one cut at
+    the length limit (no end token) or with pieces that detokenise to
+    doubled spaces (SentencePiece normalises them away) scores otherwise.
 
     Args:
       translator: a `gnmt_tf.translator.Translator`.

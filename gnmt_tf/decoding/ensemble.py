@@ -171,6 +171,11 @@ class WordCountPredictor:
         self.vocab_size = int(vocab_size)
         self.end_id = int(end_id)
 
+    def initial_state(self, batch_size):
+        """The (empty) state of `batch_size` sentences: `{}`."""
+        del batch_size
+        return {}
+
     def step(self, ids, state):
         """`(ids [N], {}) -> (scores [N, V], None, {})`."""
         row = 1.0 - tf.one_hot(self.end_id, self.vocab_size)            # [V]

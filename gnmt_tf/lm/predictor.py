@@ -42,7 +42,7 @@ class NgramLMPredictor:
       bos_id, end_id: the model's start and end tokens.
 
     Raises:
-      ImportError: kenlm is not installed (`pip install kenlm`).
+      UsageError: kenlm is not installed (`pip install kenlm`).
       FileNotFoundError: no such model file.
     """
 
@@ -52,11 +52,13 @@ class NgramLMPredictor:
     def __init__(self, path, subwords, bos_id, end_id):
         import pathlib
 
+        from gnmt_tf.errors import UsageError
+
         try:
             import kenlm
         except ImportError:
-            raise ImportError("the lm predictor needs kenlm: pip install "
-                              "kenlm") from None
+            raise UsageError("the lm predictor needs kenlm: pip install "
+                             "'gnmt-tf[lm]' (or kenlm)") from None
         if not pathlib.Path(path).exists():
             raise FileNotFoundError(f"language model {path} not found")
         self._kenlm = kenlm
