@@ -69,6 +69,9 @@ EXTRAS_REQUIRE = {
     # pysbd: the other splitter of benchmarks/sentence_split.py.
     "bench": ["ctranslate2>=4.8.5,<5", "matplotlib>=3.8,<4",
               "pysbd>=0.3.4,<0.4"],
+    # The lm predictor (`translate --predictors ...,lm --lm FILE`) queries
+    # n-gram models with kenlm (built from source: PyPI has no wheels).
+    "lm": ["kenlm>=0.3.0,<0.4"],
 }
 
 # What the tests need besides every extra above: `make test` installs

@@ -7,7 +7,7 @@ of `gnmt-tf translate --predictors ...,lm --lm FILE` reads with kenlm.
 
 import sys
 
-from gnmt_tf.cli.arg_types import positive_int
+from gnmt_tf.cli.arg_types import number
 
 
 def register(subparsers):
@@ -20,8 +20,8 @@ def register(subparsers):
     parser.add_argument("--text", required=True, action="append",
                         help="target-language text, one sentence a line "
                              "(.gz read as gzip); repeatable")
-    parser.add_argument("--order", type=positive_int, default=4,
-                        help="n-gram order (default 4)")
+    parser.add_argument("--order", type=number(integer=True, minimum=2),
+                        default=4, help="n-gram order >= 2 (default 4)")
     parser.add_argument("--out", required=True, help="ARPA file to write")
     parser.set_defaults(func=run)
 

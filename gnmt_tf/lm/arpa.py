@@ -50,7 +50,7 @@ def estimate(sentences, order):
     Args:
       sentences: iterable of token lists (str tokens without whitespace;
         `<s>`, `</s>` and `<unk>` are reserved).
-      order: int >= 1.
+      order: int >= 2 (kenlm reads no unigram-only models).
 
     Returns:
       `[{ngram: (log10 prob, log10 backoff or None)}]` per order (index
@@ -60,8 +60,9 @@ def estimate(sentences, order):
       ValueError: a bad order, a reserved token or whitespace in a token,
         or no sentences.
     """
-    if not isinstance(order, int) or order < 1:
-        raise ValueError(f"order must be an int >= 1, got {order!r}")
+    if not isinstance(order, int) or order < 2:
+        raise ValueError(f"order must be an int >= 2 (kenlm reads no "
+                         f"unigram models), got {order!r}")
     raw = [collections.Counter() for _ in range(order)]
     for tokens in sentences:
         for token in tokens:
@@ -76,7 +77,7 @@ def estimate(sentences, order):
                     break
                 if n == order or start == 0:  # the raw counts lmplz keeps
                     raw[n - 1][seq[start:end + 1]] += 1
-    if not raw[0] and not any(raw):
+    if not any(raw):
         raise ValueError("no sentences to estimate a language model from")
     # Adjusted counts: continuation counts below the highest order.
     adjusted = [collections.Counter() for _ in range(order)]
