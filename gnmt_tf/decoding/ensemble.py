@@ -8,6 +8,7 @@ of scores (`LogLinearStepFunction`), which also takes predictors that are no
 models (`WordCountPredictor`, an n-gram LM).
 """
 
+import functools
 import math
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -141,16 +142,22 @@ class LogLinearStepFunction:
                              f"{len(self.step_fns)} member states, "
                              f"got {len(state)}")
         outputs = [fn(ids, s) for fn, s in zip(self.step_fns, state)]
-        scores = tf.add_n([
-            tf.math.multiply_no_nan(tf.cast(lp, tf.float32), w)
-            for (lp, _, _), w in zip(outputs, self.weights)])
+        # Members of weight 0 still step (their state must follow the
+        # hypothesis) but add nothing, not even 0 * -inf. Plain `*` and `+`
+        # keep the graph to the ops a SavedModel already has.
+        weighted = [tf.cast(lp, tf.float32) * w if w != 1 else
+                    tf.cast(lp, tf.float32)
+                    for (lp, _, _), w in zip(outputs, self.weights) if w > 0]
+        scores = functools.reduce(lambda a, b: a + b, weighted)
         attended = [(tf.cast(att, tf.float32), w)
                     for (_, att, _), w in zip(outputs, self.weights)
                     if att is not None and w > 0]
         attention = None
         if attended:
             total = sum(w for _, w in attended)
-            attention = tf.add_n([att * (w / total) for att, w in attended])
+            attention = functools.reduce(
+                lambda a, b: a + b,
+                [att * (w / total) for att, w in attended])
         return scores, attention, tuple(s for _, _, s in outputs)
 
 

@@ -219,3 +219,48 @@ def test_cli_mismatched_vocabularies(tiny_model_dir, other_vocab_dir, capsys):
     code, _, err = _cli(capsys, "translate", "--model", tiny_model_dir,
                         "--model", other_vocab_dir)
     assert code == 2 and "another SentencePiece vocabulary" in err
+
+
+@pytest.fixture(scope="module")
+def lm_file(tiny_model_dir, toy_corpus, tmp_path_factory):
+    """A 3-gram LM over the tiny model's pieces, through `gnmt-tf lm`."""
+    pytest.importorskip("kenlm")
+    path = tmp_path_factory.mktemp("lm")
+    (path / "de.txt").write_text("".join(de + "\n" for _, de in toy_corpus))
+    assert main(["lm", "--model", str(tiny_model_dir), "--text",
+                 str(path / "de.txt"), "--order", "3", "--out",
+                 str(path / "lm.arpa")]) == 0
+    return path / "lm.arpa"
+
+
+def test_lm_predictor_in_search_and_forced_decoding(loaded, single, lm_file):
+    """Weight 0 reproduces the model; with weight 0.5 forced decoding
+    scores the search's outputs as the search did."""
+    from gnmt_tf.lm.predictor import NgramLMPredictor
+
+    model, _, subwords = loaded
+    lm = NgramLMPredictor(lm_file, subwords, model.config.bos_id,
+                          model.config.eos_id)
+    zero = Translator(PredictorModel([model, lm], [1, 0]), subwords)
+    assert _nbest(zero) == _nbest(single)
+    translator = Translator(PredictorModel([model, lm], [1, 0.5]), subwords)
+    assert not translator.model.servable
+    options = SearchOptions(beam_size=3, num_hypotheses=2, length_penalty=0.6)
+    nbest = translator.translate_nbest(SENTENCES, options)
+    pairs = [(s, h) for s, hyps in zip(SENTENCES, nbest) for h in hyps
+             if h.text == " ".join(h.text.split())]
+    assert len(pairs) >= 3
+    scores = score_pairs(translator, [s for s, _ in pairs],
+                         [h.text for _, h in pairs], 0.6)
+    np.testing.assert_allclose(scores, [h.score for _, h in pairs],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_cli_lm_predictor(tiny_model_dir, lm_file, tmp_path, capsys):
+    source = tmp_path / "src.txt"
+    source.write_text("".join(s + "\n" for s in SENTENCES))
+    code, out, err = _cli(capsys, "translate", "--model", tiny_model_dir,
+                          "--predictors", "nmt,lm,wc", "--weights",
+                          "1,0.3,0.1", "--lm", lm_file, "--input", source)
+    assert code == 0, err
+    assert len(out.splitlines()) == len(SENTENCES)
