@@ -1,5 +1,5 @@
-"""Model-agnostic decoding: beam, greedy and exact search, GNMT scoring,
-ensembles.
+"""Model-agnostic decoding: beam, greedy and exact search, forced decoding,
+GNMT scoring, ensembles and log-linear predictor combination.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -13,8 +13,12 @@ from gnmt_tf.decoding.beam_search import gather_beams
 from gnmt_tf.decoding.beam_search import tile_beams
 from gnmt_tf.decoding.beam_search import unflatten_beams
 from gnmt_tf.decoding.ensemble import EnsembleStepFunction
+from gnmt_tf.decoding.ensemble import LogLinearStepFunction
+from gnmt_tf.decoding.ensemble import WordCountPredictor
 from gnmt_tf.decoding.exact_search import ExactSearchResult
 from gnmt_tf.decoding.exact_search import exact_search
+from gnmt_tf.decoding.forced import ForcedResult
+from gnmt_tf.decoding.forced import forced_decode
 from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
@@ -24,10 +28,14 @@ __all__ = [
     "DecodingResult",
     "EnsembleStepFunction",
     "ExactSearchResult",
+    "ForcedResult",
+    "LogLinearStepFunction",
+    "WordCountPredictor",
     "beam_search",
     "coverage_penalty",
     "exact_search",
     "flatten_beams",
+    "forced_decode",
     "gather_beams",
     "gnmt_score",
     "greedy_search",
