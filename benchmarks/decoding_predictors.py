@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 
-from benchmarks.results_file import command_line  # noqa: E402
-from benchmarks.results_file import update_section  # noqa: E402
+from results_file import command_line  # noqa: E402  (benchmarks/ is sys.path[0])
+from results_file import update_section  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "decoding.json"
 
