@@ -9,12 +9,17 @@ Kneser-Ney Language Model Estimation"; Chen & Goodman 1998):
 - counts: the highest order keeps raw counts; a lower-order n-gram's count
   is its number of distinct one-word left extensions (continuation count),
   except n-grams starting with `<s>`, which cannot be extended (raw count);
-- three discounts per order from the counts of counts,
-  `D_k = k - (k + 1) * Y * t_{k+1} / t_k`, `Y = t_1 / (t_1 + 2 t_2)`
+- three discounts per order from the counts of counts (`t_k`: n-grams of
+  adjusted count exactly k), `D_k = k - (k + 1) * Y * t_{k+1} / t_k`,
+  `Y = t_1 / (t_1 + 2 t_2)`
   (lmplz's fallback 0.5, 1, 1.5 where the counts are too few);
 - interpolation: `p(w | h) = (a(hw) - D(a(hw))) / a(h.) + b(h) p(w | h')`
   with `b(h) = sum_k D_k N_k(h.) / a(h.)`, down to the uniform distribution
   over the vocabulary (`<unk>` included, `<s>` excluded).
+
+On a 1500-sentence Zipfian corpus every probability and backoff of a 3-gram
+model equals lmplz's to 1e-6 (`tests/gnmt_tf/lm/arpa_test.py`, which runs
+where lmplz is installed).
 
 The ARPA file stores the interpolated `p(w | h)` of every seen n-gram and
 `b(h)` as its backoff, so a query for an unseen n-gram (`b(h) p(w | h')`)
@@ -33,7 +38,7 @@ FALLBACK_DISCOUNTS = (0.5, 1.0, 1.5)
 
 def _discounts(adjusted):
     """`(D_1, D_2, D_3+)` of one order from its adjusted counts."""
-    t = collections.Counter(min(c, 4) for c in adjusted.values())
+    t = collections.Counter(c for c in adjusted.values() if c <= 4)
     try:
         y = t[1] / (t[1] + 2 * t[2])
         ds = tuple(k - (k + 1) * y * t[k + 1] / t[k] for k in (1, 2, 3))
@@ -122,7 +127,8 @@ def estimate(sentences, order):
                  for ngram, p in probs.items()}
         if n == 1:
             b = backoffs.get((BOS,), 0.0)
-            table[(BOS,)] = (-99.0, math.log10(b) if b > 0 else 0.0)
+            # lmplz's convention: log p(<s>) = 0 (never queried).
+            table[(BOS,)] = (0.0, math.log10(b) if b > 0 else 0.0)
         out.append(table)
     return out
 
