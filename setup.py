@@ -78,6 +78,9 @@ EXTRAS_REQUIRE = {
     # requirements.txt pins, so it lives in its own environment
     # (requirements-beam.txt, `make test-beam`) and is not part of `dev`.
     "beam": ["apache-beam>=2.77.0,<3"],
+    # The lm predictor (`translate --predictors ...,lm --lm FILE`) queries
+    # n-gram models with kenlm (built from source: PyPI has no wheels).
+    "lm": ["kenlm>=0.3.0,<0.4"],
 }
 
 # Extras that cannot share the pinned test environment (see "beam").

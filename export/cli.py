@@ -11,7 +11,9 @@ import sys
 
 from gnmt_tf.cli.arg_types import (non_negative_int, number, positive_float,
                                    positive_int)
-from gnmt_tf.cli.translate import add_search_arguments, search_options
+from gnmt_tf.cli.translate import (add_predictor_arguments,
+                                   add_search_arguments, predictor_settings,
+                                   search_options)
 
 ACTIONS = ("savedmodel", "tflite", "qat", "tensorrt", "onnx")
 
@@ -36,11 +38,13 @@ def register(subparsers):
 
     savedmodel = actions.add_parser(
         "savedmodel", help="SavedModel for tensorflow_model_server")
-    savedmodel.add_argument("--model", required=True,
-                            help="trained model directory")
+    savedmodel.add_argument("--model", required=True, action="append",
+                            help="trained model directory; repeat it to "
+                                 "export an ensemble as one SavedModel")
     savedmodel.add_argument("--out", required=True,
                             help="BASE/NAME/VERSION directory to create")
     add_search_arguments(savedmodel)  # serving_default's search
+    add_predictor_arguments(savedmodel)  # nmt and wc only (no lm)
     savedmodel.add_argument(
         "--beam-sizes", default="1,2,4",
         help="comma-separated beam sizes translate_with_options accepts "
@@ -136,9 +140,16 @@ def run(args) -> int:
             from gnmt_tf.data.corpus import read_lines
 
             warmup = [s for s in read_lines(args.warmup) if s.strip()]
-        path = export_savedmodel(args.model, args.out, options, warmup,
+        models, predictors, weights, lm, mode = predictor_settings(args)
+        if lm is not None:
+            raise ValueError("--lm cannot be exported: the lm predictor "
+                             "runs kenlm in Python, which "
+                             "tensorflow_model_server cannot run")
+        path = export_savedmodel(models, args.out, options, warmup,
                                  _beam_sizes(args.beam_sizes),
                                  args.max_source_length,
+                                 predictors=predictors, weights=weights,
+                                 ensemble_mode=mode,
                                  alignment_signature=args.alignment_signature)
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0

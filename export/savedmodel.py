@@ -570,10 +570,45 @@ def directory_metadata(payload):
             "model_type": payload.get("model_type", "gnmt")}
 
 
+def _load(model_dir, predictors, weights, ensemble_mode):
+    """`(model, subwords, payload, ensemble metadata or None)` of one model
+    directory, or of a `PredictorModel` when several directories (or any
+    predictor setting) are given.
+
+    Raises:
+      ValueError: an `lm` predictor (kenlm runs in Python: not servable),
+        or a bad combination (see `load_predictors`).
+    """
+    from gnmt_tf.predictor_model import load_predictors
+
+    model_dirs = ([model_dir] if isinstance(model_dir, (str, os.PathLike))
+                  else [str(d) for d in model_dir])
+    if (len(model_dirs) == 1 and predictors is None and weights is None
+            and ensemble_mode == "loglinear"):
+        model, subwords, payload = model_dir_lib.load_model(model_dirs[0])
+        return model, subwords, payload, None
+    if predictors is not None and "lm" in predictors:
+        raise ValueError(
+            "the lm predictor cannot be exported: it runs kenlm in Python "
+            "(tf.numpy_function), which tensorflow_model_server cannot run; "
+            "export the models (and wc) only, and add the LM with gnmt-tf "
+            "translate --model ... --predictors ...,lm")
+    model, subwords = load_predictors(model_dirs, predictors, weights,
+                                      None, ensemble_mode)
+    if not model.servable:
+        raise ValueError("this predictor combination cannot be served")
+    payload = model_dir_lib.read_config(model_dirs[0])
+    ensemble = {"models": model_dirs,
+                "predictors": list(predictors or ["nmt"] * len(model_dirs)),
+                "weights": model.weights, "ensemble_mode": ensemble_mode}
+    return model, subwords, payload, ensemble
+
+
 def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
                       max_source_length=None, warmup_task=None,
-                      alignment_signature=True):
+                      alignment_signature=True, predictors=None,
+                      weights=None, ensemble_mode="loglinear"):
     """Exports a trained model directory (any model type) as a servable
     SavedModel (written in full before it appears: see `save_module`).
 
@@ -586,7 +621,10 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       >>> #                 tgt_lang=["de"], tags=["caption"])
 
     Args:
-      model_dir: a trained model directory (`gnmt_tf.model_dir`).
+      model_dir: a trained model directory (`gnmt_tf.model_dir`), or a
+        list of them: an ensemble (`gnmt_tf.predictor_model`) exported as
+        one SavedModel with the same signatures (the `decode_step` state
+        holds every member's, names prefixed `p0__`, `p1__`, ...).
       export_dir: `BASE/NAME/VERSION` to create (VERSION a positive integer).
       search_options: `SearchOptions` of `serving_default` (default: the
         `SearchOptions()` defaults, beam 5, alpha 0.6).
@@ -601,7 +639,11 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       warmup_task: dict of the warm-up requests' task strings (default: the
         model's `default_task`, e.g. its first trained direction out of
         English).
-      alignment_signature: bool. Also save ``translate_with_alignment``.
+      alignment_signature: bool. Also save ``translate_with_alignment``
+        (single models only: an ensemble has no one alignment).
+      predictors, weights, ensemble_mode: the predictor combination (see
+        `gnmt_tf.predictor_model.load_predictors`; ``nmt`` and ``wc``
+        only: an ``lm`` predictor runs in Python and cannot be served).
 
     Returns:
       The export directory as a `pathlib.Path`.
@@ -612,9 +654,11 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     """
     search_options = search_options or SearchOptions()
     export_dir = check_export_dir(export_dir)
-    model, subwords, payload = model_dir_lib.load_model(model_dir)
+    model, subwords, payload, ensemble = _load(model_dir, predictors,
+                                               weights, ensemble_mode)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
-                               max_source_length, alignment_signature)
+                               max_source_length,
+                               alignment_signature and ensemble is None)
     task = dict(model.default_task if warmup_task is None else warmup_task)
     module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:
@@ -641,4 +685,6 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
         "bos_id": module.translator.bos_id,
         "eos_id": module.translator.eos_id,
     }
+    if ensemble is not None:
+        metadata["ensemble"] = ensemble
     return save_module(module, export_dir, requests, metadata)

@@ -76,6 +76,12 @@ def make_pipeline(args, max_bytes=None, search_options=None):
     from gateway.pipelines import Pipeline
 
     model, server = getattr(args, "model", None), getattr(args, "server", None)
+    if isinstance(model, list):  # `translate --model` is repeatable
+        if len(model) > 1 or getattr(args, "predictors", None):
+            raise ValueError("a document is translated with one --model; "
+                             "ensembles and predictors are for plain "
+                             "translate")
+        model = model[0] if model else None
     if bool(model) == bool(server):
         raise ValueError("give --model DIR or --server HOST:PORT (one of "
                          "them)")

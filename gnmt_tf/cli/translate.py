@@ -12,6 +12,12 @@ With a document-pipeline flag (``--format``, ``--src-lang auto``,
 (plain text or HTML) run through the document pipeline (normalisation,
 language detection, sentence splitting, markup kept) by the module
 `DOCUMENT_PIPELINE` names: `gnmt_tf` imports no pipeline module itself.
+
+Several ``--model`` flags make an ensemble; ``--predictors`` /
+``--weights`` / ``--lm`` / ``--ensemble-mode`` (or ``--predictor-config``)
+combine models, an n-gram LM and a word-count bonus log-linearly
+(`gnmt_tf.predictor_model`); ``--rescore NBEST`` re-ranks an n-best list
+under that combination by forced decoding (`gnmt_tf.rescoring`).
 """
 
 import dataclasses
@@ -153,8 +159,10 @@ def served_search_options(args):
 def register(subparsers):
     parser = subparsers.add_parser(
         "translate", help="translate raw text, one sentence a line")
-    parser.add_argument("--model", help="trained model directory, or the "
-                        "name of a shipped model (gnmt-tf models)")
+    parser.add_argument("--model", action="append",
+                        help="trained model directory, or the name of a "
+                             "shipped model (gnmt-tf models); repeat it for "
+                             "an ensemble")
     parser.add_argument("--server", metavar="HOST:PORT",
                         help="translate through a TF Serving gRPC endpoint instead")
     parser.add_argument("--model_name", "--model-name", dest="model_name",
@@ -207,6 +215,14 @@ def register(subparsers):
         "--sepbeam-weights", metavar="W,W,...",
         help="weights of --model and each --sepbeam-model in the final "
              "ranking (default equal)")
+    add_predictor_arguments(parser)
+    parser.add_argument(
+        "--rescore", metavar="NBEST",
+        help="instead of translating, score the 'i ||| text ||| score' "
+             "lines of NBEST (--n-best output) as translations of the "
+             "--input sentences under the model(s) and predictors (forced "
+             "decoding, GNMT score with --alpha/--beta, default 0) and print "
+             "them re-ranked, best first per sentence")
     task_flags.add_task_arguments(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
@@ -263,6 +279,91 @@ def _translate_document(args):
                          "document: the export's translate_with_alignment "
                          "searches with its own options")
     return module.run_translate_document(args, options)
+
+
+_PREDICTOR_KEYS = ("model", "predictors", "weights", "lm", "ensemble_mode")
+
+
+def add_predictor_arguments(parser):
+    """Adds the predictor flags (`predictor_settings` reads them)."""
+    parser.add_argument(
+        "--predictors", metavar="LIST",
+        help="comma-separated predictors combined log-linearly: nmt (one "
+             "per --model, in order), lm (--lm), wc (word-count bonus); "
+             "default: one nmt per --model")
+    parser.add_argument(
+        "--weights", metavar="LIST",
+        help="comma-separated weights >= 0, one per predictor (default 1)")
+    parser.add_argument("--lm", metavar="FILE",
+                        help="kenlm n-gram model (ARPA or binary) over the "
+                             "target pieces, for the lm predictor (gnmt-tf "
+                             "lm)")
+    parser.add_argument(
+        "--ensemble-mode", choices=["loglinear", "average"], default=None,
+        help="how the nmt predictors combine: loglinear (sum of weighted "
+             "log-probabilities, SGNMT; default) or average (weighted "
+             "average of probabilities)")
+    parser.add_argument(
+        "--predictor-config", metavar="FILE",
+        help="YAML/JSON file with any of model (a list), predictors, "
+             "weights, lm, ensemble_mode; flags override it")
+
+
+def predictor_settings(args):
+    """`(model_dirs, predictors, weights, lm, mode)` from the flags and
+    `--predictor-config` (flags win); predictors, weights and lm None when
+    not given.
+
+    Raises:
+      ValueError: an unknown key in the file, a bad predictor or weight.
+    """
+    from gnmt_tf.predictor_model import parse_predictors, parse_weights
+
+    settings = {}
+    path = getattr(args, "predictor_config", None)
+    if path:
+        from gnmt_tf.config_file import read_settings
+
+        for item in read_settings(path):
+            key, _, value = item.partition("=")
+            if key not in _PREDICTOR_KEYS:
+                raise ValueError(f"{path}: unknown key {key!r}; known: "
+                                 f"{', '.join(_PREDICTOR_KEYS)}")
+            settings[key] = value
+    if "model" in settings:
+        settings["model"] = [m for m in settings["model"].split(",") if m]
+    for key in _PREDICTOR_KEYS:
+        if getattr(args, key, None):
+            settings[key] = getattr(args, key)
+    predictors = settings.get("predictors")
+    weights = settings.get("weights")
+    return (list(settings.get("model") or []),
+            parse_predictors(predictors) if predictors else None,
+            parse_weights(weights) if weights else None,
+            settings.get("lm"), settings.get("ensemble_mode", "loglinear"))
+
+
+def load_translator(args):
+    """`(Translator, name)` of the model flags: a plain model directory,
+    or a `PredictorModel` when several models or any predictor flag are
+    given. `name` (the first model) is for messages.
+
+    Raises:
+      ValueError: no model, or a bad predictor combination.
+    """
+    from gnmt_tf.translator import Translator
+
+    models, predictors, weights, lm, mode = predictor_settings(args)
+    if not models:
+        raise ValueError("give --model DIR (or --server HOST:PORT, "
+                         "--tflite FILE or --onnx DIR)")
+    if (len(models) == 1 and predictors is None and weights is None
+            and lm is None and mode == "loglinear"):
+        return Translator.from_model_dir(models[0]), models[0]
+    from gnmt_tf.predictor_model import load_predictors
+
+    model, subwords = load_predictors(models, predictors, weights, lm, mode)
+    return Translator(model, subwords), models[0]
 
 
 def format_results(results, options, first=0):
@@ -344,6 +445,28 @@ def _translate_through_server(args):
             client.translate_detailed, _served_lines)
 
 
+def _rescore(args, translator, options, task):
+    """`--rescore`: the n-best file re-ranked by forced decoding."""
+    from gnmt_tf.data.corpus import read_lines
+    from gnmt_tf.io_utils import write_text_atomic
+    from gnmt_tf.rescoring import parse_nbest, rescore_nbest
+
+    with open(args.rescore, encoding="utf-8") as f:
+        entries = parse_nbest(f)
+    sources = list(read_lines(args.input))
+    given = given_search_flags(args)
+    rescored = rescore_nbest(translator, sources, entries,
+                             given.get("alpha", 0.0), given.get("beta", 0.0),
+                             args.batch_size, **task)
+    text = "".join(f"{e.index} ||| {e.text} ||| {e.score:.4f}\n"
+                   for e in rescored)
+    if args.output:
+        write_text_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _translate_on_host(args, flag):
     """Translates with a `gnmt_tf.host_translator.HostTranslator` over the
     export that `--tflite` or `--onnx` (`flag`) names."""
@@ -407,23 +530,31 @@ def run(args):
                          f"{' and '.join('--' + flag for flag in given)}")
     if given and given[0] in ("tflite", "onnx"):
         return _translate_on_host(args, given[0])
-    if not args.model:
-        raise ValueError("give --model DIR (or --server HOST:PORT, "
-                         "--tflite FILE or --onnx DIR)")
     options = search_options(args)
+    if getattr(args, "rescore", None) and not getattr(args, "input", None):
+        raise ValueError("--rescore needs --input: the source sentences")
     constraints = lexical_constraints(args)
     if args.sepbeam_model and options.decoder != "sepbeam":
         raise ValueError("--sepbeam-model needs --decoder sepbeam")
     weights = _sepbeam_weights(args)
+    translator, name = load_translator(args)
+    from gnmt_tf.predictor_model import PredictorModel
+
+    if plot_dir and isinstance(translator.model, PredictorModel):
+        raise ValueError("--plot-attention needs one model, not a predictor "
+                         "combination")
     if plot_dir:
         from gnmt_tf.cli.attention_plots import AttentionPlots
 
         plots = AttentionPlots(plot_dir, args.plot_attention_count)
+    task = task_flags.task_arguments(args, translator.model, name)
+    translator.task_ids(**task)  # a bad task fails before reading input
+    if getattr(args, "rescore", None):
+        _refuse_host_decoding(args, "--rescore")
+        return _rescore(args, translator, options, task)
+
     from gnmt_tf.translator import Translator
 
-    translator = Translator.from_model_dir(args.model)
-    task = task_flags.task_arguments(args, translator.model, args.model)
-    translator.task_ids(**task)  # a bad task fails before reading input
     members = [Translator.from_model_dir(path) for path in args.sepbeam_model]
     read = [0]  # input lines translated so far
 

@@ -1,6 +1,7 @@
 """Model-agnostic decoding: beam and greedy search and sampling (in-graph);
 exact (dfs), bucket, separate-beam and lexically constrained search
-(host-side); GNMT scoring and pruning; ensembles.
+(host-side); forced decoding; GNMT scoring and pruning; ensembles and
+log-linear predictor combination.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -17,8 +18,12 @@ from gnmt_tf.decoding.bucket_search import bucket_search
 from gnmt_tf.decoding.constrained_search import ConstrainedHypothesis
 from gnmt_tf.decoding.constrained_search import constrained_search
 from gnmt_tf.decoding.ensemble import EnsembleStepFunction
+from gnmt_tf.decoding.ensemble import LogLinearStepFunction
+from gnmt_tf.decoding.ensemble import WordCountPredictor
 from gnmt_tf.decoding.exact_search import ExactSearchResult
 from gnmt_tf.decoding.exact_search import exact_search
+from gnmt_tf.decoding.forced import ForcedResult
+from gnmt_tf.decoding.forced import forced_decode
 from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.host_steps import HostSteps
 from gnmt_tf.decoding.penalties import coverage_penalty
@@ -32,6 +37,9 @@ __all__ = [
     "DecodingResult",
     "EnsembleStepFunction",
     "ExactSearchResult",
+    "ForcedResult",
+    "LogLinearStepFunction",
+    "WordCountPredictor",
     "HostSteps",
     "beam_search",
     "bucket_search",
@@ -39,6 +47,7 @@ __all__ = [
     "coverage_penalty",
     "exact_search",
     "flatten_beams",
+    "forced_decode",
     "gather_beams",
     "gnmt_score",
     "greedy_search",

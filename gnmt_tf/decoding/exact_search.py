@@ -192,6 +192,10 @@ def exact_translate(translator, sentence, max_length=None,
     if not sentence.strip():
         return ExactTranslation("", 0.0, True, (), 0)
     model = translator.model
+    if getattr(model, "max_step_score", 0.0) > 0:
+        raise ValueError(
+            "exact search needs step scores <= 0 to prune (a positive "
+            f"word-count bonus allows up to {model.max_step_score:g} a step)")
     ids = {name: tf.constant([value])
            for name, value in translator.task_ids(**task).items()}
     source_ids, source_lengths = translator.tokenize(tf.constant([sentence]),

@@ -174,6 +174,11 @@ class Subwords:
         """Ids -> their pieces (`</s>` for the end token)."""
         return [self._sp.IdToPiece(int(i)) for i in ids]
 
+    def is_control(self, piece_id) -> bool:
+        """True for the special pieces (`<pad>`, `<unk>`, `<s>`, `</s>`)."""
+        return bool(self._sp.IsControl(int(piece_id))
+                    or self._sp.IsUnknown(int(piece_id)))
+
     @property
     def tf_tokenizer(self):
         """A `tensorflow_text.SentencepieceTokenizer` for the same model."""

@@ -1,0 +1,159 @@
+"""Benchmark: SGNMT predictors, an ensemble of two models and an n-gram LM.
+
+Two model directories of one vocabulary (e.g. trained with different seeds,
+the second with `--vocab` of the first) translate Multi30k
+`test_2016_flickr` alone and as an ensemble (`gnmt_tf.predictor_model`:
+log-linear, weights 1,1, and probability averaging), all with the same beam
+search; `ensemble` in `benchmarks/results/decoding.json` holds the BLEU of
+each (sacreBLEU, detokenised). Then a 4-gram LM over the first model's
+pieces is estimated on the Multi30k train target side (`gnmt_tf.lm.arpa`)
+and added to the first model as an ``lm`` predictor; its weight is chosen on
+the first `--tune-sentences` of `val` from `--lm-weights`, and
+`lm_predictor_bleu_delta` holds the test BLEU with and without it (and the
+val BLEU of each weight tried).
+
+    python benchmarks/decoding_predictors.py --model-a A --model-b B \\
+        [--data-dir ../shared/data/multi30k] [--beam-size 4] \\
+        [--num-sentences 1000] [--lm-weights 0.1,0.2,0.4] [--note "..."]
+"""
+
+import argparse
+import gzip
+import pathlib
+import sys
+import tempfile
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+
+from results_file import command_line  # noqa: E402  (benchmarks/ is sys.path[0])
+from results_file import update_section  # noqa: E402
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "decoding.json"
+
+
+def _lines(data_dir, split, lang, count=None):
+    path = pathlib.Path(data_dir) / f"{split}.{lang}.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f]
+    return lines[:count] if count else lines
+
+
+def _bleu(hyps, refs):
+    import sacrebleu
+
+    return round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
+
+
+def _run(translator, options, sources, refs):
+    """`{"bleu", "seconds"}` of one system on `sources`."""
+    start = time.perf_counter()
+    hyps = translator.translate(sources, options, batch_size=32)
+    seconds = time.perf_counter() - start
+    return {"bleu": _bleu(hyps, refs), "seconds": round(seconds, 1)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-a", required=True)
+    parser.add_argument("--model-b", required=True)
+    parser.add_argument("--data-dir",
+                        default=str(REPO_ROOT.parent / "shared" / "data"
+                                    / "multi30k"))
+    parser.add_argument("--src", default="en")
+    parser.add_argument("--tgt", default="de")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--num-sentences", type=int, default=None)
+    parser.add_argument("--beam-size", type=int, default=4)
+    parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--lm-order", type=int, default=4)
+    parser.add_argument("--lm-weights", default="0.1,0.2,0.4")
+    parser.add_argument("--tune-sentences", type=int, default=200)
+    parser.add_argument("--skip-lm", action="store_true")
+    parser.add_argument("--note", default="")
+    parser.add_argument("--output", default=str(RESULT))
+    args = parser.parse_args(argv)
+    command = command_line("decoding_predictors.py", argv)
+
+    from gnmt_tf.lm.arpa import estimate_arpa
+    from gnmt_tf.lm.predictor import lm_tokens
+    from gnmt_tf.predictor_model import load_predictors
+    from gnmt_tf.translator import SearchOptions
+    from gnmt_tf.translator import Translator
+
+    options = SearchOptions(beam_size=args.beam_size,
+                            length_penalty=args.alpha)
+    sources = _lines(args.data_dir, args.split, args.src, args.num_sentences)
+    refs = _lines(args.data_dir, args.split, args.tgt, args.num_sentences)
+    models = [args.model_a, args.model_b]
+    systems = {
+        "model_a": (models[:1], None, None, "loglinear"),
+        "model_b": (models[1:], None, None, "loglinear"),
+        "ensemble_loglinear": (models, None, [1.0, 1.0], "loglinear"),
+        "ensemble_average": (models, None, None, "average"),
+    }
+    results = {}
+    for name, (dirs, predictors, weights, mode) in systems.items():
+        model, subwords = load_predictors(dirs, predictors, weights, None,
+                                          mode)
+        results[name] = _run(Translator(model, subwords), options, sources,
+                             refs)
+        print(name, results[name], flush=True)
+    update_section(args.output, "ensemble", {
+        "models": models, "split": args.split,
+        "direction": f"{args.src}-{args.tgt}", "sentences": len(sources),
+        "beam_size": args.beam_size, "alpha": args.alpha,
+        "bleu": {k: v["bleu"] for k, v in results.items()},
+        "seconds": {k: v["seconds"] for k, v in results.items()},
+        "note": args.note}, command)
+    if args.skip_lm:
+        return 0
+
+    _, subwords = load_predictors(models[:1])
+    train = _lines(args.data_dir, "train", args.tgt)
+    with tempfile.TemporaryDirectory() as tmp:
+        arpa = pathlib.Path(tmp) / "lm.arpa"
+        start = time.perf_counter()
+        sizes = estimate_arpa(lm_tokens(subwords, subwords.encode(train)),
+                              args.lm_order, arpa)
+        lm_seconds = round(time.perf_counter() - start, 1)
+        print("LM", sizes, lm_seconds, "s", flush=True)
+        tune_src = _lines(args.data_dir, "val", args.src, args.tune_sentences)
+        tune_ref = _lines(args.data_dir, "val", args.tgt, args.tune_sentences)
+        weights = [0.0] + [float(w) for w in args.lm_weights.split(",")]
+        tuning = {}
+        for w in weights:
+            model, subwords = load_predictors(models[:1], ["nmt", "lm"],
+                                              [1.0, w], arpa)
+            tuning[str(w)] = _run(Translator(model, subwords), options,
+                                  tune_src, tune_ref)["bleu"]
+            print("val lm weight", w, tuning[str(w)], flush=True)
+        best = max(weights, key=lambda w: (tuning[str(w)], -w))
+        model, subwords = load_predictors(models[:1], ["nmt", "lm"],
+                                          [1.0, best], arpa)
+        with_lm = _run(Translator(model, subwords), options, sources, refs)
+        print("test with lm", best, with_lm, flush=True)
+    update_section(args.output, "lm_predictor_bleu_delta", {
+        "model": models[0], "split": args.split,
+        "direction": f"{args.src}-{args.tgt}", "sentences": len(sources),
+        "beam_size": args.beam_size, "alpha": args.alpha,
+        "lm": {"order": args.lm_order, "unit": "SentencePiece pieces",
+               "data": f"train.{args.tgt} ({len(train)} sentences)",
+               "estimator": "gnmt_tf.lm.arpa (modified Kneser-Ney)",
+               "ngrams": sizes, "estimate_seconds": lm_seconds},
+        "val_bleu_by_weight": tuning,
+        "tune_sentences": len(tune_src), "chosen_weight": best,
+        "bleu_without_lm": results["model_a"]["bleu"],
+        "bleu_with_lm": with_lm["bleu"],
+        "delta": round(with_lm["bleu"] - results["model_a"]["bleu"], 2),
+        "seconds_without_lm": results["model_a"]["seconds"],
+        "seconds_with_lm": with_lm["seconds"],
+        "note": args.note}, command)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
