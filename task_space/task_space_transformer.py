@@ -284,6 +284,13 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
             and the state advanced by one position (same structure and
             shapes).
         """
+        hidden, attention, new_state = self.step_hidden(ids, state)
+        log_probs = tf.nn.log_softmax(self.output_logits(hidden))
+        return log_probs, attention, new_state
+
+    def step_hidden(self, ids, state):
+        """`step` before the output projection: `(hidden [N, d], attention
+        [N, S], new_state)`, `hidden` the final layer norm's output."""
         time = state["time"]
         x = self._embed(ids[:, None], state.get("decoder_task"),
                         time[:, None], "decoder")  # [N, 1, d]
@@ -292,11 +299,14 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         for i, layer in enumerate(self.decoder_layers):
             x, probabilities, new_state[f"layer_{i}"] = layer.step(
                 x, state[f"layer_{i}"], time, cross_mask=cross_mask)
-        logits = self.embedding.project(self.decoder_norm(x)[:, 0])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
         attention = tf.reduce_mean(
             tf.cast(probabilities[:, :, 0, :], tf.float32), axis=1)  # [N, S]
-        return log_probs, attention, new_state
+        return self.decoder_norm(x)[:, 0], attention, new_state
+
+    def output_logits(self, hidden, rows=None):
+        """float32 logits `[N, V]` of `hidden [N, d]`, or `[N, V']` over the
+        vocabulary ids `rows [V']` (`gnmt_tf.decoding.shortlist`)."""
+        return tf.cast(self.embedding.project(hidden, rows), tf.float32)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,
