@@ -7,6 +7,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
+from gnmt_tf.layers.recompute import checkpointed
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
@@ -167,8 +168,11 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
                         tf.range(tf.shape(source_ids)[1]), "encoder",
                         training)
         mask = source_mask[:, None, :]  # [B, 1, S]
+        recompute = self.config.recompute and training
         for layer in self.encoder_layers:
-            x = layer(x, mask=mask, training=training)
+            x = checkpointed(
+                lambda x, layer=layer: layer(x, mask=mask, training=training),
+                recompute)(x)
         encoded["memory"] = self.encoder_norm(x)
         return encoded
 
@@ -182,9 +186,12 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         x = self._embed(target_in_ids, encoded.get("decoder_task"),
                         tf.range(length), "decoder", training)
         maps = []
+        recompute = self.config.recompute and training
         for layer in self.decoder_layers:
-            x, probabilities = layer(x, encoded["memory"], self_mask=self_mask,
-                                     cross_mask=cross_mask, training=training)
+            x, probabilities = checkpointed(
+                lambda x, memory, layer=layer: layer(
+                    x, memory, self_mask=self_mask, cross_mask=cross_mask,
+                    training=training), recompute)(x, encoded["memory"])
             maps.append(probabilities)  # [B, H, T, S]
         logits = self.embedding.project(self.decoder_norm(x))
         return tf.cast(logits, tf.float32), tf.concat(maps, axis=1)

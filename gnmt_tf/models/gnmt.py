@@ -52,10 +52,12 @@ class GNMT(keras.Model):
                 embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
         self.encoder = GNMTEncoder(
             config.num_encoder_layers, config.hidden_dim, config.dropout,
-            config.residual_start, self.cell_clip, name="encoder")
+            config.residual_start, self.cell_clip, name="encoder",
+            recompute=config.recompute)
         self.decoder = GNMTDecoder(
             config.num_decoder_layers, config.hidden_dim, config.attention_dim,
-            config.dropout, config.residual_start, self.cell_clip, name="decoder")
+            config.dropout, config.residual_start, self.cell_clip, name="decoder",
+            recompute=config.recompute)
         self.output_bias = self.add_weight(
             "output_bias", shape=(config.vocabulary_size,), initializer="zeros")
         if not config.tie_embeddings:
