@@ -11,7 +11,8 @@ a chunk at a time (`gnmt_tf.cli.streaming`).
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import finite_float, positive_float, positive_int
+from gnmt_tf.cli.arg_types import (finite_float, non_negative_int,
+                                   positive_float, positive_int)
 
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
@@ -127,8 +128,61 @@ def register(subparsers):
                         default=10, metavar="N",
                         help="sentences --plot-attention draws (default 10)")
     add_search_arguments(parser)
+    add_vocabulary_arguments(parser)
     task_flags.add_task_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_vocabulary_arguments(parser):
+    """Adds --shortlist and --replace-unk (`vocabulary_tools` reads them)."""
+    parser.add_argument(
+        "--shortlist", metavar="TABLE",
+        help="search each batch over a reduced output vocabulary: the "
+             "--shortlist-top-k translations of its source pieces in TABLE "
+             "(gnmt-tf lexical-table) plus the --shortlist-frequent most "
+             "frequent target pieces (with --model)")
+    parser.add_argument("--shortlist-top-k", type=non_negative_int, default=20,
+                        metavar="K", help="translations per source piece (20)")
+    parser.add_argument("--shortlist-frequent", type=non_negative_int,
+                        default=1000, metavar="N",
+                        help="most frequent target pieces always kept (1000)")
+    parser.add_argument(
+        "--replace-unk", metavar="TABLE|copy",
+        help="replace each output <unk> by the TABLE translation of the "
+             "source token it attends to most, else a copy of it; 'copy' "
+             "always copies (with --model)")
+
+
+def vocabulary_tools(args, subwords):
+    """`(shortlist, unk_replacer)` for the --shortlist / --replace-unk flags
+    (None for a flag not given).
+
+    Raises:
+      ValueError: a bad table file.
+      OSError: an unreadable one.
+    """
+    from gnmt_tf.text.lexical_table import read_lexical_table
+
+    shortlist = replacer = None
+    tables = {}
+
+    def table(path):
+        if path not in tables:
+            tables[path] = read_lexical_table(path)
+        return tables[path]
+
+    if getattr(args, "shortlist", None):
+        from gnmt_tf.decoding.shortlist import Shortlist
+
+        shortlist = Shortlist.from_table(
+            table(args.shortlist), subwords, top_k=args.shortlist_top_k,
+            frequent=args.shortlist_frequent)
+    if getattr(args, "replace_unk", None):
+        from gnmt_tf.unk_replacement import UnkReplacer
+
+        replacer = UnkReplacer(subwords, None if args.replace_unk == "copy"
+                               else table(args.replace_unk))
+    return shortlist, replacer
 
 
 def format_results(results, options, first=0):
@@ -246,6 +300,9 @@ def run(args):
                      or getattr(args, "onnx", None)):
         raise ValueError("--plot-attention needs --model (the attention "
                          "comes from a forced pass of the model)")
+    for flag in ("shortlist", "replace_unk"):
+        if getattr(args, flag, None) and not getattr(args, "model", None):
+            raise ValueError(f"--{flag.replace('_', '-')} needs --model")
     if args.server:
         return _translate_through_server(args)
     given = [flag for flag in ("model", "tflite", "onnx")
@@ -266,6 +323,8 @@ def run(args):
     from gnmt_tf.translator import Translator
 
     translator = Translator.from_model_dir(args.model)
+    translator.shortlist, translator.unk_replacer = vocabulary_tools(
+        args, translator.subwords)
     task = task_flags.task_arguments(args, translator.model, args.model)
     translator.task_ids(**task)  # a bad task fails before reading input
 
