@@ -176,8 +176,10 @@ def run_unk(args):
         "model": str(args.model), "lines": len(sources), "beam_size": 4,
         "injection": "'named <NAME>' after the first two words of each "
                      "test_2016_flickr en sentence; en->de",
-        "method": "copy (attention argmax over source pieces; the <unk> "
-                  "piece's surface recovered with SentencePiece offsets)",
+        "method": "copy: the source <unk> piece the output <unk> attends "
+                  "to most (precision_attention_argmax_only: the attention "
+                  "argmax over all source pieces); its surface recovered "
+                  "with SentencePiece offsets",
         "unk_logit_bias": {},
     }
     for bias in (float(b) for b in args.unk_bias.split(",")):
@@ -203,7 +205,8 @@ def run_unk(args):
         # Count <unk>s and score every replacement from the search's details.
         ids = translator.task_ids(**TASK)
         function = translator.search_fn(options, details=True)
-        unks = correct = 0
+        argmax_only = UnkReplacer(subwords, source_unk_first=False)
+        unks = correct = correct_argmax = 0
         for start in range(0, len(texts), 32):
             chunk = injected[start:start + 32]
             out = function(tf.constant([s for s, _ in chunk]),
@@ -211,15 +214,20 @@ def run_unk(args):
                              for t in translator.task_inputs])
             for b, (sentence, name) in enumerate(chunk):
                 length = int(out["lengths"][b, 0])
-                _, replacements = replacer.replace_detailed(
-                    sentence, out["ids"][b, 0, :length].numpy(),
-                    out["attention"][b, 0, :length].numpy())
+                hyp = (sentence, out["ids"][b, 0, :length].numpy(),
+                       out["attention"][b, 0, :length].numpy())
+                _, replacements = replacer.replace_detailed(*hyp)
                 unks += len(replacements)
                 correct += sum(r.replacement == name for r in replacements)
+                _, replacements = argmax_only.replace_detailed(*hyp)
+                correct_argmax += sum(r.replacement == name
+                                      for r in replacements)
         value["unk_logit_bias"][str(bias)] = {
             "output_unks": unks,
             "replaced_correctly": correct,
             "precision": round(correct / unks, 4) if unks else None,
+            "precision_attention_argmax_only": (
+                round(correct_argmax / unks, 4) if unks else None),
             "outputs_with_name_plain": sum(
                 n in t for t, (_, n) in zip(plain, injected)),
             "outputs_with_name_replaced": sum(

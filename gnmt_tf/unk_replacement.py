@@ -45,11 +45,16 @@ class UnkReplacer:
       subwords: `gnmt_tf.text.subword.Subwords` of the model.
       dictionary: `gnmt_tf.text.lexical_table.LexicalTable` or None (copy
         only). Looked up by source piece (an `<unk>` piece by its surface).
+      source_unk_first: bool. When the source has `<unk>` pieces, an output
+        `<unk>` takes the one of them it attends to most (a model emits
+        `<unk>` for what it cannot spell, mostly a source `<unk>`; the
+        attention argmax alone often lands on a neighbouring piece).
     """
 
-    def __init__(self, subwords, dictionary=None):
+    def __init__(self, subwords, dictionary=None, source_unk_first=True):
         self.subwords = subwords
         self.dictionary = dictionary
+        self.source_unk_first = source_unk_first
 
     def lookup(self, token: str):
         """`(replacement, method)` for a source token."""
@@ -85,6 +90,8 @@ class UnkReplacer:
         """
         source = self.subwords.encode_pieces(sentence)
         attention = np.asarray(attention, np.float64)
+        source_unks = np.array([i == UNK_ID for i, _ in source])
+        restrict = self.source_unk_first and source_unks.any()
         pieces: List[str] = []
         replacements: List[Replacement] = []
         for t, i in enumerate(int(i) for i in ids):
@@ -96,6 +103,8 @@ class UnkReplacer:
             window = attention[t, prefix_length:prefix_length + len(source)]
             if window.size == 0:  # nothing to point at: drop the <unk>
                 continue
+            if restrict and len(window) == len(source):
+                window = np.where(source_unks, window, -np.inf)
             s = int(np.argmax(window))
             token = source[s][1]
             replacement, method = self.lookup(token)

@@ -149,8 +149,9 @@ def add_vocabulary_arguments(parser):
     parser.add_argument(
         "--replace-unk", metavar="TABLE|copy",
         help="replace each output <unk> by the TABLE translation of the "
-             "source token it attends to most, else a copy of it; 'copy' "
-             "always copies (with --model)")
+             "source token it attends to most (a source <unk> first, when "
+             "there is one), else a copy of it; 'copy' always copies (with "
+             "--model)")
 
 
 def vocabulary_tools(args, subwords):

@@ -55,6 +55,19 @@ def test_prefix_and_end_positions_are_never_chosen(subwords):
     assert text.strip() == "☃"
 
 
+def test_a_source_unk_comes_first(subwords):
+    sentence = "A dog 東京 runs."
+    source = subwords.encode_pieces(sentence)
+    unk = [i for i, (piece_id, _) in enumerate(source) if piece_id == UNK_ID][0]
+    attention = np.full([1, len(source)], 0.05)
+    attention[0, 0], attention[0, unk] = 0.6, 0.2  # most on the first piece
+    assert UnkReplacer(subwords).replace(sentence, [UNK_ID],
+                                         attention) == "東京"
+    first = UnkReplacer(subwords, source_unk_first=False).replace(
+        sentence, [UNK_ID], attention)
+    assert first == subwords.decode_pieces([source[0][1]])
+
+
 def test_a_known_source_piece_is_copied_as_its_piece(subwords):
     sentence = "A dog runs."
     source = subwords.encode_pieces(sentence)
@@ -89,6 +102,9 @@ def test_translator_replaces_what_the_model_emits(tiny_model_dir):
             if i == EOS_ID:
                 break
             assert i == UNK_ID
-            s = np.argmax(out["attention"][b, 0, t, :len(source)])
+            weights = out["attention"][b, 0, t, :len(source)].numpy()
+            # A source <unk> first (both sentences have one).
+            weights[[i != UNK_ID for i, _ in source]] = -1.0
+            s = np.argmax(weights)
             pieces.append(source[s][1])
         assert replaced[b] == translator.subwords.decode_pieces(pieces)
