@@ -22,8 +22,8 @@ Three sections of `benchmarks/results/decoding.json`, each run on its own:
     python benchmarks/decoding_facebook.py shortlist --model DIR \\
         --table lex.tsv [--settings 20:1000,10:300] [--lines 1000]
     python benchmarks/decoding_facebook.py unk --model DIR [--lines 200]
-    python benchmarks/decoding_facebook.py recompute [--batch 8] \\
-        [--length 32] [--steps 3]
+    python benchmarks/decoding_facebook.py recompute [--batch 4] \\
+        [--length 16] [--steps 3]
 """
 
 import argparse
@@ -348,8 +348,8 @@ def run_recompute(args):
                                      / median(plain["step_seconds"]), 3),
         }
         print(preset, json.dumps(value["models"][preset]), flush=True)
-    update_section(RESULTS, "recompute", value,
-                   command_line("decoding_facebook.py"))
+        update_section(RESULTS, "recompute", value,  # after each model
+                       command_line("decoding_facebook.py"))
 
 
 def main(argv=None):
@@ -371,9 +371,9 @@ def main(argv=None):
                           "with (0 = the model as trained)")
     unk.add_argument("--data-dir", default=data_dir)
     recompute = sub.add_parser("recompute")
-    recompute.add_argument("--presets", default="gnmt_8x8,transformer_base")
-    recompute.add_argument("--batch", type=int, default=8)
-    recompute.add_argument("--length", type=int, default=32)
+    recompute.add_argument("--presets", default="transformer_base,gnmt_8x8")
+    recompute.add_argument("--batch", type=int, default=4)
+    recompute.add_argument("--length", type=int, default=16)
     recompute.add_argument("--steps", type=int, default=3)
     args = parser.parse_args(argv)
     {"shortlist": run_shortlist, "unk": run_unk,

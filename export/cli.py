@@ -42,6 +42,15 @@ def register(subparsers):
                             help="BASE/NAME/VERSION directory to create")
     add_search_arguments(savedmodel)  # serving_default's search
     savedmodel.add_argument(
+        "--shortlist", metavar="TABLE",
+        help="search each request over a vocabulary shortlist built in the "
+             "graph from TABLE (gnmt-tf lexical-table; see gnmt-tf "
+             "translate --shortlist)")
+    savedmodel.add_argument("--shortlist-top-k", type=non_negative_int,
+                            default=20, metavar="K")
+    savedmodel.add_argument("--shortlist-frequent", type=non_negative_int,
+                            default=1000, metavar="N")
+    savedmodel.add_argument(
         "--beam-sizes", default="1,2,4",
         help="comma-separated beam sizes translate_with_options accepts "
              "(the default beam size is always added)")
@@ -131,9 +140,14 @@ def run(args) -> int:
             from gnmt_tf.data.corpus import read_lines
 
             warmup = [s for s in read_lines(args.warmup) if s.strip()]
+        shortlist = None
+        if args.shortlist:
+            shortlist = (args.shortlist, args.shortlist_top_k,
+                         args.shortlist_frequent)
         path = export_savedmodel(args.model, args.out, options, warmup,
                                  _beam_sizes(args.beam_sizes),
-                                 args.max_source_length)
+                                 args.max_source_length,
+                                 shortlist=shortlist)
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":

@@ -239,12 +239,17 @@ class TranslationModule(WeightsModule):
         the default beam size is always added.
       max_source_length: int or None. Longer inputs (in subwords) are
         rejected; default and bound as `Translator`'s.
+      shortlist: a `gnmt_tf.decoding.shortlist.Shortlist` or None. Both
+        translation signatures search each request's batch over its
+        shortlist (the table is a constant of the graph).
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
-                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None):
+                 beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None,
+                 shortlist=None):
         super().__init__(model, "translation")
-        self.translator = Translator(model, subwords, max_source_length)
+        self.translator = Translator(model, subwords, max_source_length,
+                                     shortlist=shortlist)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
         self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
@@ -532,7 +537,8 @@ def directory_metadata(payload):
 
 def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
-                      max_source_length=None, warmup_task=None):
+                      max_source_length=None, warmup_task=None,
+                      shortlist=None):
     """Exports a trained model directory (any model type) as a servable
     SavedModel (written in full before it appears: see `save_module`).
 
@@ -560,6 +566,8 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       warmup_task: dict of the warm-up requests' task strings (default: the
         model's `default_task`, e.g. its first trained direction out of
         English).
+      shortlist: `(table_path, top_k, frequent)` or None: search over a
+        per-batch vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
 
     Returns:
       The export directory as a `pathlib.Path`.
@@ -571,8 +579,15 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     search_options = search_options or SearchOptions()
     export_dir = check_export_dir(export_dir)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
+    if shortlist is not None:
+        from gnmt_tf.decoding.shortlist import Shortlist
+        from gnmt_tf.text.lexical_table import read_lexical_table
+
+        path, top_k, frequent = shortlist
+        shortlist = Shortlist.from_table(read_lexical_table(path), subwords,
+                                         top_k=top_k, frequent=frequent)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
-                               max_source_length)
+                               max_source_length, shortlist)
     task = dict(model.default_task if warmup_task is None else warmup_task)
     module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:

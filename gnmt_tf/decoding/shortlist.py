@@ -178,8 +178,10 @@ def restrict_to(model, rows, bos_id, eos_id) -> RestrictedSearch:
         logits = tf.cast(model.output_logits(hidden, rows), tf.float32)
         return tf.nn.log_softmax(logits), attention, state
 
-    positions = tf.searchsorted(rows, tf.constant([bos_id, eos_id], tf.int32))
-    return RestrictedSearch(step_fn, rows, positions[0], positions[1])
+    def position(token_id):  # rows are sorted: the count of smaller ids
+        return tf.reduce_sum(tf.cast(rows < token_id, tf.int32))
+
+    return RestrictedSearch(step_fn, rows, position(bos_id), position(eos_id))
 
 
 def coverage(shortlist_ids: np.ndarray, reference_ids: Iterable[int]
