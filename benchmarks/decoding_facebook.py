@@ -313,13 +313,15 @@ def _measure(preset, recompute, args):
 
 
 def run_recompute(args):
-    value = {"batch": args.batch, "length": args.length,
-             "steps": args.steps,
+    value = {"steps": args.steps,
              "note": "CPU, random data, one fresh process per setting; "
                      "step time = median of the steps after the first "
                      "(tracing); peak = RSS high-water mark of the process "
                      "(weights, Adam slots and activations)",
              "models": {}}
+    if RESULTS.exists():  # other batch shapes measured before are kept
+        previous = json.loads(RESULTS.read_text()).get("recompute", {})
+        value["models"].update(previous.get("models", {}))
     for preset in args.presets.split(","):
         runs = {}
         for recompute in (False, True):
@@ -332,7 +334,11 @@ def run_recompute(args):
 
         activation = {k: r["peak_rss_mib"] - r["rss_before_steps_mib"]
                       for k, r in runs.items()}
-        value["models"][preset] = {
+        key = (preset if (args.batch, args.length) == (4, 16)
+               else f"{preset} at batch {args.batch}x{args.length}")
+        value["models"][key] = {
+            "batch": args.batch, "length": args.length,
+            "command": command_line("decoding_facebook.py"),
             "peak_rss_mib": {"plain": round(plain["peak_rss_mib"], 1),
                              "recompute": round(checkpointed["peak_rss_mib"],
                                                 1)},
@@ -347,7 +353,7 @@ def run_recompute(args):
             "step_time_ratio": round(median(checkpointed["step_seconds"])
                                      / median(plain["step_seconds"]), 3),
         }
-        print(preset, json.dumps(value["models"][preset]), flush=True)
+        print(key, json.dumps(value["models"][key]), flush=True)
         update_section(RESULTS, "recompute", value,  # after each model
                        command_line("decoding_facebook.py"))
 
