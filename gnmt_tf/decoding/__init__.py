@@ -1,5 +1,5 @@
 """Model-agnostic decoding: beam, greedy and exact search, GNMT scoring,
-ensembles.
+ensembles, vocabulary shortlists.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -19,11 +19,13 @@ from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
+from gnmt_tf.decoding.shortlist import Shortlist
 
 __all__ = [
     "DecodingResult",
     "EnsembleStepFunction",
     "ExactSearchResult",
+    "Shortlist",
     "beam_search",
     "coverage_penalty",
     "exact_search",
