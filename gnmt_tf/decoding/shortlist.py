@@ -31,7 +31,7 @@ Example:
     >>> translator = Translator(model, subwords, shortlist=shortlist)
 """
 
-from typing import Iterable, NamedTuple, Optional, Sequence
+from typing import Iterable, NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
