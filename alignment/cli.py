@@ -62,7 +62,68 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--forward", help="forward Pharaoh alignment file")
     parser.add_argument("--output", help="write here instead of stdout")
     parser.set_defaults(func=run)
+    _register_lexical_table(subparsers)
     return parser
+
+
+def _register_lexical_table(subparsers) -> None:
+    table = subparsers.add_parser(
+        "lexical-table",
+        help="build a lexical translation table (fast_align over "
+        "SentencePiece pieces) for --shortlist and --replace-unk",
+        description="Writes 'source<TAB>target<TAB>t(target|source)' "
+        "lines (the --top-k best per source piece), then "
+        "'<TAB>target<TAB>count' lines (target piece frequencies); "
+        "see gnmt_tf.text.lexical_table.")
+    table.add_argument("--source", required=True,
+                       help="source sentences, one a line (.gz allowed)")
+    table.add_argument("--target", required=True,
+                       help="target sentences, parallel to --source")
+    vocabulary = table.add_mutually_exclusive_group(required=True)
+    vocabulary.add_argument("--model", help="model directory (its spm.model)")
+    vocabulary.add_argument("--spm", help="SentencePiece .model file")
+    table.add_argument("--output", "-o", required=True, help="table file")
+    table.add_argument("--top-k", type=positive_int, default=50,
+                       help="translations kept per source piece (50)")
+    table.add_argument("-I", "--iterations", type=positive_int, default=5,
+                       help="fast_align iterations (5)")
+    table.add_argument("--max-lines", type=positive_int, default=None,
+                       help="use only the first N sentence pairs")
+    table.set_defaults(func=run_lexical_table)
+
+
+def run_lexical_table(args) -> int:
+    """Runs `gnmt-tf lexical-table`; returns the exit status."""
+    import os
+
+    from alignment.lexical_table import build_lexical_table
+    from gnmt_tf.data.corpus import read_lines
+    from gnmt_tf.io_utils import atomic_write, check_output_file
+    from gnmt_tf.text.lexical_table import write_lexical_table
+    from gnmt_tf.text.subword import Subwords
+
+    def fail(message):
+        print(f"gnmt-tf lexical-table: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        check_output_file(args.output, {"--source": args.source,
+                                        "--target": args.target})
+        subwords = Subwords(args.spm or os.path.join(args.model, "spm.model"))
+        sources, targets = read_lines(args.source), read_lines(args.target)
+        if args.max_lines:
+            sources, targets = (sources[:args.max_lines],
+                                targets[:args.max_lines])
+        table = build_lexical_table(sources, targets, subwords.pieces,
+                                    top_k=args.top_k,
+                                    iterations=args.iterations)
+        with atomic_write(args.output) as out:
+            write_lexical_table(out, table.translations, table.frequencies)
+    except OSError as e:
+        return fail(f"{e.filename}: {e.strerror}" if e.filename else str(e))
+    except ValueError as e:
+        return fail(str(e))
+    return 0
 
 
 def _error(message: str) -> int:

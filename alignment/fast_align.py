@@ -621,6 +621,37 @@ class FastAlign:
                 yield links[start:end]
                 start = end
 
+    def lexical_table(self, top_k: int = None
+                      ) -> Iterator[Tuple[str, str, float]]:
+        """Yields the learnt `t(generated | conditioning)` entries as
+        `(conditioning_word, generated_word, probability)`.
+
+        Entries of one conditioning word come together, most probable
+        first; the null word is left out. With `top_k`, at most that many
+        per conditioning word. With `reverse=True` the conditioning side is
+        the target.
+        """
+        if not self._fitted:
+            raise RuntimeError("FastAlign.lexical_table called before fit")
+        if self._probs is None:  # one pass: no estimate yet
+            return
+        cond_words = {i: w for w, i in self._cond_vocab.items()}
+        gen_words = {i: w for w, i in self._gen_vocab.items()}
+        cond = self._rows
+        gen = (self._keys & 0xFFFFFFFF).astype(np.int64)
+        # Rows by conditioning id, then by descending probability.
+        order = np.lexsort((-self._probs, cond))
+        starts = np.flatnonzero(_run_starts(cond[order]))
+        ends = np.append(starts[1:], len(order))
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            e = int(cond[order[start]])
+            if e == _NULL:
+                continue
+            stop = end if top_k is None else min(end, start + top_k)
+            for idx in order[start:stop].tolist():
+                yield (cond_words[e], gen_words[int(gen[idx])],
+                       float(self._probs[idx]))
+
     def translation_prob(self, source_word: str, target_word: str) -> float:
         """`t(generated | conditioning)` for a word pair, or 1e-9 if absent.
 

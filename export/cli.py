@@ -46,6 +46,15 @@ def register(subparsers):
     add_search_arguments(savedmodel)  # serving_default's search
     add_predictor_arguments(savedmodel)  # nmt and wc only (no lm)
     savedmodel.add_argument(
+        "--shortlist", metavar="TABLE",
+        help="search each request over a vocabulary shortlist built in the "
+             "graph from TABLE (gnmt-tf lexical-table; see gnmt-tf "
+             "translate --shortlist)")
+    savedmodel.add_argument("--shortlist-top-k", type=non_negative_int,
+                            default=20, metavar="K")
+    savedmodel.add_argument("--shortlist-frequent", type=non_negative_int,
+                            default=1000, metavar="N")
+    savedmodel.add_argument(
         "--beam-sizes", default="1,2,4",
         help="comma-separated beam sizes translate_with_options accepts "
              "(the default beam size is always added)")
@@ -145,12 +154,17 @@ def run(args) -> int:
             raise ValueError("--lm cannot be exported: the lm predictor "
                              "runs kenlm in Python, which "
                              "tensorflow_model_server cannot run")
+        shortlist = None
+        if args.shortlist:
+            shortlist = (args.shortlist, args.shortlist_top_k,
+                         args.shortlist_frequent)
         path = export_savedmodel(models, args.out, options, warmup,
                                  _beam_sizes(args.beam_sizes),
                                  args.max_source_length,
                                  predictors=predictors, weights=weights,
                                  ensemble_mode=mode,
-                                 alignment_signature=args.alignment_signature)
+                                 alignment_signature=args.alignment_signature,
+                                 shortlist=shortlist)
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":

@@ -277,15 +277,20 @@ class QATGNMT(GNMT):
             config.attention_dim, name="attention")
         self.output_quantizers = OutputQuantizers(config.logit_clip)
 
-    def _logits(self, outputs):
+    def _logits(self, outputs, rows=None):
         fq = self.output_quantizers
         outputs = fq.fake_quant("decoder_output", outputs)
+        bias = self.output_bias
         if self.config.tie_embeddings:
             table = self.target_embedding.quantized_embeddings()
+            if rows is not None:  # a shortlist (gnmt_tf.decoding.shortlist)
+                table, bias = tf.gather(table, rows), tf.gather(bias, rows)
             logits = tf.matmul(outputs, table, transpose_b=True)
+        elif rows is not None:
+            raise ValueError("a shortlist needs tie_embeddings in a QAT GNMT")
         else:
             logits = self.output_dense(outputs)
-        logits = logits + self.output_bias
+        logits = logits + bias
         if self.config.logit_clip:
             gamma = self.config.logit_clip
             logits = tf.clip_by_value(logits, -gamma, gamma)

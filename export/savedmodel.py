@@ -252,13 +252,17 @@ class TranslationModule(WeightsModule):
         rejected; default and bound as `Translator`'s.
       alignment_signature: bool. Also save ``translate_with_alignment``
         (one more search to trace and save).
+      shortlist: a `gnmt_tf.decoding.shortlist.Shortlist` or None. Both
+        translation signatures search each request's batch over its
+        shortlist (the table is a constant of the graph).
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
                  beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None,
-                 alignment_signature=True):
+                 alignment_signature=True, shortlist=None):
         super().__init__(model, "translation")
-        self.translator = Translator(model, subwords, max_source_length)
+        self.translator = Translator(model, subwords, max_source_length,
+                                     shortlist=shortlist)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
         self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
@@ -608,7 +612,7 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
                       max_source_length=None, warmup_task=None,
                       alignment_signature=True, predictors=None,
-                      weights=None, ensemble_mode="loglinear"):
+                      weights=None, ensemble_mode="loglinear", shortlist=None):
     """Exports a trained model directory (any model type) as a servable
     SavedModel (written in full before it appears: see `save_module`).
 
@@ -644,6 +648,8 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
       predictors, weights, ensemble_mode: the predictor combination (see
         `gnmt_tf.predictor_model.load_predictors`; ``nmt`` and ``wc``
         only: an ``lm`` predictor runs in Python and cannot be served).
+      shortlist: `(table_path, top_k, frequent)` or None: search over a
+        per-batch vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
 
     Returns:
       The export directory as a `pathlib.Path`.
@@ -656,9 +662,17 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     export_dir = check_export_dir(export_dir)
     model, subwords, payload, ensemble = _load(model_dir, predictors,
                                                weights, ensemble_mode)
+    if shortlist is not None:
+        from gnmt_tf.decoding.shortlist import Shortlist
+        from gnmt_tf.text.lexical_table import read_lexical_table
+
+        path, top_k, frequent = shortlist
+        shortlist = Shortlist.from_table(read_lexical_table(path), subwords,
+                                         top_k=top_k, frequent=frequent)
     module = TranslationModule(model, subwords, search_options, beam_sizes,
                                max_source_length,
-                               alignment_signature and ensemble is None)
+                               alignment_signature and ensemble is None,
+                               shortlist)
     task = dict(model.default_task if warmup_task is None else warmup_task)
     module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:

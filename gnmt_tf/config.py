@@ -30,6 +30,10 @@ class GNMTConfig:
       clip_cell: bool. Clip LSTM cell states and residual accumulators to
         [-delta, delta], delta annealed by `DeltaAnnealing` (quantization-friendly).
       tie_embeddings: bool. Share source, target and output embedding matrices.
+      recompute: bool. Recompute each LSTM layer's activations in the backward
+        pass instead of keeping them (`tf.recompute_grad`; less memory, about
+        one more forward pass per step; see `gnmt_tf.layers.recompute` for
+        its dropout caveat).
       pad_id, unk_id, bos_id, eos_id: special token ids of the vocabulary.
     """
 
@@ -43,6 +47,7 @@ class GNMTConfig:
     logit_clip: typing.Optional[float] = None
     clip_cell: bool = False
     tie_embeddings: bool = True
+    recompute: bool = False
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2

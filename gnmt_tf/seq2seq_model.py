@@ -127,6 +127,9 @@ class Seq2SeqModel(typing.Protocol):
     A model may also define `attach_model_dir(subwords, payload)`:
     `gnmt_tf.model_dir.load_model` calls it with the vocabulary and
     `config.json`, to set what the attributes above read from the directory.
+    A model that splits `step` into `step_hidden(ids, state) -> (hidden,
+    attention, state)` and `output_logits(hidden, rows=None)` can be
+    decoded over a vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
     """
 
     config: Any

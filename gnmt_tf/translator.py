@@ -117,6 +117,13 @@ class Translator:
       max_source_length: int or None. Longer inputs (in subwords) are
         rejected; default and upper bound: the
         model's `max_target_length`; default without one: 250.
+      shortlist: a `gnmt_tf.decoding.shortlist.Shortlist` or None. Each
+        batch is searched over its shortlist only (vocabulary reduction;
+        in the graph, so exports built on this translator carry it).
+      unk_replacer: a `gnmt_tf.unk_replacement.UnkReplacer` or None. Each
+        output `<unk>` is replaced by a translation or a copy of the source
+        token it attends to most (Python side: `translate` /
+        `translate_nbest` only, not `search_fn`).
 
     Example:
     ```python
@@ -126,9 +133,12 @@ class Translator:
     ```
     """
 
-    def __init__(self, model, subwords, max_source_length=None):
+    def __init__(self, model, subwords, max_source_length=None,
+                 shortlist=None, unk_replacer=None):
         self.model = model
         self.subwords = subwords
+        self.shortlist = shortlist
+        self.unk_replacer = unk_replacer
         limit = model.max_target_length
         if limit:
             self.max_source_length = min(int(max_source_length or limit), limit)
@@ -177,13 +187,15 @@ class Translator:
         text = self.tokenizer.detokenize(ragged)
         return tf.reshape(text, shape[:2])
 
-    def search(self, sentences, options: SearchOptions, **task):
+    def search(self, sentences, options: SearchOptions, details=False,
+               **task):
         """Graph body: strings `[B]` and the task as int32 ids (`[B]`, or
         `[B, K]` multi-hot) -> dict(translations [B, N], scores [B, N],
-        ...) (see `decode`)."""
+        ids [B, N, T], lengths [B, N], log_probs [B, N]); with `details`,
+        also `attention [B, N, T, S]` (see `outputs`)."""
         source_ids, source_lengths = self.tokenize(sentences, task)
         return self.outputs(self.search_ids(source_ids, source_lengths,
-                                            options, **task))
+                                            options, **task), details)
 
     def search_ids(self, source_ids, source_lengths, options: SearchOptions,
                    **task):
@@ -195,7 +207,8 @@ class Translator:
         # The search runs at most max(max_lengths) steps: the state's size.
         state = self.model.initial_state(
             encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
-        return self.run_search(state, source_lengths, options, max_lengths)
+        return self.run_search(state, source_lengths, options, max_lengths,
+                               source_ids=source_ids)
 
     def max_lengths(self, source_lengths, options: SearchOptions):
         """Output length limits `[B]`: `max_length_ratio` times the source, at
@@ -207,25 +220,35 @@ class Translator:
             lengths = tf.minimum(lengths, self.model.max_target_length)
         return lengths
 
-    def decode(self, state, source_lengths, options: SearchOptions, max_lengths=None):
-        """Runs the search from a decoding `state` and detokenises the result:
-        dict(translations [B, N], scores [B, N]) plus the search's `ids`
-        [B, N, T], `lengths` [B, N] and `log_probs` [B, N]."""
+    def decode(self, state, source_lengths, options: SearchOptions,
+               max_lengths=None, source_ids=None, details=False):
+        """Runs the search from a decoding `state` and detokenises the
+        result (see `outputs`); `source_ids [B, S]` are needed with a
+        shortlist."""
         return self.outputs(self.run_search(state, source_lengths, options,
-                                            max_lengths))
+                                            max_lengths, source_ids),
+                            details)
 
-    def outputs(self, result):
+    def outputs(self, result, details=False):
         """A search's `DecodingResult` as the graph's outputs:
         dict(translations [B, N], scores [B, N], ids [B, N, T],
-        lengths [B, N], log_probs [B, N])."""
-        return {"translations": self.detokenize(result.ids, result.lengths),
-                "scores": result.scores, "ids": result.ids,
-                "lengths": result.lengths, "log_probs": result.log_probs}
+        lengths [B, N], log_probs [B, N]); with `details` also
+        `attention [B, N, T, S]` (zeros `[B, N, T, 0]` without attention)."""
+        outputs = {"translations": self.detokenize(result.ids, result.lengths),
+                   "scores": result.scores, "ids": result.ids,
+                   "lengths": result.lengths, "log_probs": result.log_probs}
+        if details:
+            attention = result.attention
+            if attention is None:
+                attention = tf.zeros(tf.concat([tf.shape(result.ids), [0]], 0))
+            outputs["attention"] = attention
+        return outputs
 
     def run_search(self, state, source_lengths, options: SearchOptions,
-                   max_lengths=None):
+                   max_lengths=None, source_ids=None):
         """Runs the search from a decoding `state`; returns its
-        `DecodingResult` (ids, not text)."""
+        `DecodingResult` (ids in the model's vocabulary, not text).
+        `source_ids [B, S]` are needed with a shortlist."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
         if options.decoder not in GRAPH_DECODERS:
@@ -233,19 +256,31 @@ class Translator:
                 f"the {options.decoder} decoder is a host-side loop and "
                 "cannot run in a graph (use Translator.translate_nbest, or "
                 "beam or greedy in an export)")
-        start_ids = tf.fill([tf.shape(source_lengths)[0]], self.bos_id)
+        step_fn, bos_id, eos_id = self.model.step, self.bos_id, self.eos_id
+        restricted = None
+        if self.shortlist is not None:
+            if source_ids is None:
+                raise ValueError("a shortlist needs the batch's source_ids")
+            restricted = self.shortlist.restrict(self.model, source_ids,
+                                                 self.bos_id, self.eos_id)
+            step_fn = restricted.step_fn
+            bos_id, eos_id = restricted.start_id, restricted.end_id
+        start_ids = tf.fill([tf.shape(source_lengths)[0]], bos_id)
         if options.beam_size == 1 or options.decoder == "greedy":
-            result = greedy_search(self.model.step, state, start_ids, self.eos_id,
+            result = greedy_search(step_fn, state, start_ids, eos_id,
                                    max_lengths)
         else:
             result = beam_search(
-                self.model.step, state, start_ids, self.eos_id, options.beam_size,
+                step_fn, state, start_ids, eos_id, options.beam_size,
                 max_lengths, source_lengths=source_lengths,
                 length_penalty=options.length_penalty,
                 coverage_penalty=options.coverage_penalty,
                 beam_width=options.beam_width,
                 num_hypotheses=options.num_hypotheses,
                 early_stopping=options.early_stopping)
+        if restricted is not None:
+            result = result._replace(ids=restricted.to_vocabulary(
+                result.ids, result.lengths))
         return result
 
     def task_specs(self):
@@ -253,20 +288,21 @@ class Translator:
         return [tf.TensorSpec(t.shape, tf.int32, name=t.name)
                 for t in self.task_inputs]
 
-    def search_fn(self, options: SearchOptions):
+    def search_fn(self, options: SearchOptions, details=False):
         """The `tf.function` `(sentences [B], *task ids) -> dict` for
-        `options`, cached."""
-        if options not in self._functions:
+        `options` (and `details`, see `search`), cached."""
+        key = (options, details)
+        if key not in self._functions:
             names = [t.name for t in self.task_inputs]
             # No autograph: the search is explicit tf.while_loops already, and
             # converting the whole model call tree doubles the tracing time.
-            self._functions[options] = tf.function(
+            self._functions[key] = tf.function(
                 lambda sentences, *task: self.search(
-                    sentences, options, **dict(zip(names, task))),
+                    sentences, options, details, **dict(zip(names, task))),
                 input_signature=[tf.TensorSpec([None], tf.string),
                                  *self.task_specs()],
                 autograph=False)
-        return self._functions[options]
+        return self._functions[key]
 
     def ids_search_fn(self, options: SearchOptions):
         """The `tf.function` `(source_ids [B, S], source_lengths [B], *task
@@ -348,6 +384,10 @@ class Translator:
         lengths = self.check_inputs(sentences)
         if (options.decoder not in GRAPH_DECODERS or constraints is not None
                 or members):
+            if self.shortlist is not None or self.unk_replacer is not None:
+                raise ValueError("a shortlist and UNK replacement work with "
+                                 "the in-graph searches (beam, greedy) "
+                                 "without constraints or sepbeam members")
             from gnmt_tf import host_decoding
 
             return [[Hypothesis(text, score) for text, score in pairs]
@@ -355,7 +395,8 @@ class Translator:
                         self, sentences, options, constraints=constraints,
                         members=members, member_weights=member_weights,
                         **task)]
-        function = self.search_fn(options)
+        details = self.unk_replacer is not None
+        function = self.search_fn(options, details)
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         order = sorted((i for i, s in enumerate(sentences) if s.strip()),
                        key=lambda i: lengths[i])
@@ -364,14 +405,38 @@ class Translator:
             batch = np.array([sentences[i].encode("utf-8") for i in chunk], dtype=object)
             task_batch = [tf.constant([ids[t.name]] * len(chunk), tf.int32)
                           for t in self.task_inputs]
-            out = self._run(function, options, tf.constant(batch), task_batch)
+            out = self._run(function, options, details, tf.constant(batch),
+                            task_batch)
             texts, scores = out["translations"].numpy(), out["scores"].numpy()
+            texts = [[t.decode("utf-8") for t in row] for row in texts]
+            if details:
+                texts = self._replace_unk(
+                    [sentences[i] for i in chunk], texts, out, ids)
             for row, i in enumerate(chunk):
-                results[i] = [Hypothesis(t.decode("utf-8"), float(s))
+                results[i] = [Hypothesis(t, float(s))
                               for t, s in zip(texts[row], scores[row])]
         return results
 
-    def _run(self, function, options, batch, task_batch):
+    def _replace_unk(self, sentences, texts, out, task):
+        """`texts [B][N]` with the `<unk>`s of hypotheses replaced."""
+        prefix = len(seq2seq_model.prefix_ids(self.model.source_prefix, task))
+        ids, lengths = out["ids"].numpy(), out["lengths"].numpy()
+        attention = out["attention"].numpy()
+        replaced = []
+        for b, sentence in enumerate(sentences):
+            row = []
+            for n, text in enumerate(texts[b]):
+                length = lengths[b, n]
+                if self.model.config.unk_id in ids[b, n, :length]:
+                    text = self.unk_replacer.replace(
+                        sentence, ids[b, n, :length],
+                        attention[b, n, :length], prefix,
+                        end_id=self.eos_id)
+                row.append(text)
+            replaced.append(row)
+        return replaced
+
+    def _run(self, function, options, details, batch, task_batch):
         """Calls a search function; remakes the tokenizer once if its
         resource is gone.
 
@@ -386,7 +451,7 @@ class Translator:
             if "Sentencepiece" not in str(e):
                 raise
         self.reset_tokenizer()
-        return self.search_fn(options)(batch, *task_batch)
+        return self.search_fn(options, details)(batch, *task_batch)
 
     def reset_tokenizer(self):
         """Makes the tokenizer again and drops the traced functions that

@@ -86,6 +86,7 @@ def register(subparsers):
     translate.add_argument("--batch-size", type=positive_int, default=32)
     task_flags.add_task_arguments(translate)
     translate_cli.add_search_arguments(translate)
+    translate_cli.add_vocabulary_arguments(translate)
     translate.set_defaults(func=translate_cli.run, server=None, tflite=None)
 
     evaluate = sub.add_parser(

@@ -39,6 +39,9 @@ class TransformerConfig:
         use_task_space: bool. If False the model ignores the task inputs and
             is a plain (shared-vocabulary) Transformer.
         attention_dropout: float. Dropout on attention probabilities.
+        recompute: bool. Recompute each encoder and decoder layer's
+            activations in the backward pass instead of keeping them
+            (`tf.recompute_grad`, see `gnmt_tf.layers.recompute`).
         layer_norm_epsilon: float. Epsilon of every layer normalization.
         pad_id, unk_id, bos_id, eos_id: int. Special token ids. `pad_id`
             marks padding in `source_ids` / `target_in_ids`; `bos_id` is the
@@ -66,6 +69,7 @@ class TransformerConfig:
     scene_tags: Tuple[str, ...] = DEFAULT_SCENE_TAGS
     use_task_space: bool = True
     attention_dropout: float = 0.0
+    recompute: bool = False
     layer_norm_epsilon: float = 1e-6
     pad_id: int = 0
     unk_id: int = 1

@@ -30,7 +30,8 @@ class SharedEmbedding(QuantizationPoints, keras.layers.Layer):
 
     Returns:
         `call(ids)`: float `[..., d]`, scaled by `sqrt(d)`.
-        `project(x)`: logits `[..., V]` for states `x [..., d]`.
+        `project(x, rows=None)`: logits `[..., V]` for states `x [..., d]`,
+        or `[..., V']` over the vocabulary ids `rows [V']` (a shortlist).
     """
 
     def __init__(self, vocabulary_size, hidden_dim, **kwargs):
@@ -53,16 +54,19 @@ class SharedEmbedding(QuantizationPoints, keras.layers.Layer):
         scale = tf.cast(self.hidden_dim ** 0.5, self.compute_dtype)
         return tf.gather(embeddings, ids) * scale
 
-    def project(self, x):
+    def project(self, x, rows=None):
         embeddings = tf.cast(
             self.quantized_weight("embeddings", self.embeddings), x.dtype)
+        width = self.vocabulary_size
+        if rows is not None:  # a shortlist: only these rows of E
+            embeddings = tf.gather(embeddings, rows)
+            width = tf.size(rows)
         # A plain 2-D matmul: TF's CPU float16 einsum with "..." gave wrong
         # results (TF 2.21), breaking mixed_float16 decoding.
         flat = tf.reshape(x, [-1, self.hidden_dim])
         logits = self.fake_quant(
             "logits", tf.matmul(flat, embeddings, transpose_b=True))
-        return tf.reshape(
-            logits, tf.concat([tf.shape(x)[:-1], [self.vocabulary_size]], 0))
+        return tf.reshape(logits, tf.concat([tf.shape(x)[:-1], [width]], 0))
 
     def get_config(self):
         config = super().get_config()

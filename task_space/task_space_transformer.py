@@ -7,6 +7,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 import tf_keras as keras
 
+from gnmt_tf.layers.recompute import checkpointed
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
@@ -167,8 +168,11 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
                         tf.range(tf.shape(source_ids)[1]), "encoder",
                         training)
         mask = source_mask[:, None, :]  # [B, 1, S]
+        recompute = self.config.recompute and training
         for layer in self.encoder_layers:
-            x = layer(x, mask=mask, training=training)
+            x = checkpointed(
+                lambda x, layer=layer: layer(x, mask=mask, training=training),
+                recompute)(x)
         encoded["memory"] = self.encoder_norm(x)
         return encoded
 
@@ -182,9 +186,12 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         x = self._embed(target_in_ids, encoded.get("decoder_task"),
                         tf.range(length), "decoder", training)
         maps = []
+        recompute = self.config.recompute and training
         for layer in self.decoder_layers:
-            x, probabilities = layer(x, encoded["memory"], self_mask=self_mask,
-                                     cross_mask=cross_mask, training=training)
+            x, probabilities = checkpointed(
+                lambda x, memory, layer=layer: layer(
+                    x, memory, self_mask=self_mask, cross_mask=cross_mask,
+                    training=training), recompute)(x, encoded["memory"])
             maps.append(probabilities)  # [B, H, T, S]
         logits = self.embedding.project(self.decoder_norm(x))
         return tf.cast(logits, tf.float32), tf.concat(maps, axis=1)
@@ -284,6 +291,13 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
             and the state advanced by one position (same structure and
             shapes).
         """
+        hidden, attention, new_state = self.step_hidden(ids, state)
+        log_probs = tf.nn.log_softmax(self.output_logits(hidden))
+        return log_probs, attention, new_state
+
+    def step_hidden(self, ids, state):
+        """`step` before the output projection: `(hidden [N, d], attention
+        [N, S], new_state)`, `hidden` the final layer norm's output."""
         time = state["time"]
         x = self._embed(ids[:, None], state.get("decoder_task"),
                         time[:, None], "decoder")  # [N, 1, d]
@@ -292,11 +306,14 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         for i, layer in enumerate(self.decoder_layers):
             x, probabilities, new_state[f"layer_{i}"] = layer.step(
                 x, state[f"layer_{i}"], time, cross_mask=cross_mask)
-        logits = self.embedding.project(self.decoder_norm(x)[:, 0])
-        log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
         attention = tf.reduce_mean(
             tf.cast(probabilities[:, :, 0, :], tf.float32), axis=1)  # [N, S]
-        return log_probs, attention, new_state
+        return self.decoder_norm(x)[:, 0], attention, new_state
+
+    def output_logits(self, hidden, rows=None):
+        """float32 logits `[N, V]` of `hidden [N, d]`, or `[N, V']` over the
+        vocabulary ids `rows [V']` (`gnmt_tf.decoding.shortlist`)."""
+        return tf.cast(self.embedding.project(hidden, rows), tf.float32)
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

@@ -223,6 +223,7 @@ def register(subparsers):
              "--input sentences under the model(s) and predictors (forced "
              "decoding, GNMT score with --alpha/--beta, default 0) and print "
              "them re-ranked, best first per sentence")
+    add_vocabulary_arguments(parser)
     task_flags.add_task_arguments(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
@@ -364,6 +365,59 @@ def load_translator(args):
 
     model, subwords = load_predictors(models, predictors, weights, lm, mode)
     return Translator(model, subwords), models[0]
+
+
+def add_vocabulary_arguments(parser):
+    """Adds --shortlist and --replace-unk (`vocabulary_tools` reads them)."""
+    parser.add_argument(
+        "--shortlist", metavar="TABLE",
+        help="search each batch over a reduced output vocabulary: the "
+             "--shortlist-top-k translations of its source pieces in TABLE "
+             "(gnmt-tf lexical-table) plus the --shortlist-frequent most "
+             "frequent target pieces (with --model)")
+    parser.add_argument("--shortlist-top-k", type=non_negative_int, default=20,
+                        metavar="K", help="translations per source piece (20)")
+    parser.add_argument("--shortlist-frequent", type=non_negative_int,
+                        default=1000, metavar="N",
+                        help="most frequent target pieces always kept (1000)")
+    parser.add_argument(
+        "--replace-unk", metavar="TABLE|copy",
+        help="replace each output <unk> by the TABLE translation of the "
+             "source token it attends to most (a source <unk> first, when "
+             "there is one), else a copy of it; 'copy' always copies (with "
+             "--model)")
+
+
+def vocabulary_tools(args, subwords):
+    """`(shortlist, unk_replacer)` for the --shortlist / --replace-unk flags
+    (None for a flag not given).
+
+    Raises:
+      ValueError: a bad table file.
+      OSError: an unreadable one.
+    """
+    from gnmt_tf.text.lexical_table import read_lexical_table
+
+    shortlist = replacer = None
+    tables = {}
+
+    def table(path):
+        if path not in tables:
+            tables[path] = read_lexical_table(path)
+        return tables[path]
+
+    if getattr(args, "shortlist", None):
+        from gnmt_tf.decoding.shortlist import Shortlist
+
+        shortlist = Shortlist.from_table(
+            table(args.shortlist), subwords, top_k=args.shortlist_top_k,
+            frequent=args.shortlist_frequent)
+    if getattr(args, "replace_unk", None):
+        from gnmt_tf.unk_replacement import UnkReplacer
+
+        replacer = UnkReplacer(subwords, None if args.replace_unk == "copy"
+                               else table(args.replace_unk))
+    return shortlist, replacer
 
 
 def format_results(results, options, first=0):
@@ -520,6 +574,9 @@ def run(args):
                          "--plot-attention")
     if getattr(args, "pipeline", False):
         _refuse_host_decoding(args, "--pipeline")
+    for flag in ("shortlist", "replace_unk"):
+        if getattr(args, flag, None) and not getattr(args, "model", None):
+            raise ValueError(f"--{flag.replace('_', '-')} needs --model")
     if args.server:
         _refuse_host_decoding(args, "--server")
         return _translate_through_server(args)
@@ -538,6 +595,8 @@ def run(args):
         raise ValueError("--sepbeam-model needs --decoder sepbeam")
     weights = _sepbeam_weights(args)
     translator, name = load_translator(args)
+    translator.shortlist, translator.unk_replacer = vocabulary_tools(
+        args, translator.subwords)
     from gnmt_tf.predictor_model import PredictorModel
 
     if plot_dir and isinstance(translator.model, PredictorModel):

@@ -1,7 +1,7 @@
 """Model-agnostic decoding: beam and greedy search and sampling (in-graph);
 exact (dfs), bucket, separate-beam and lexically constrained search
 (host-side); forced decoding; GNMT scoring and pruning; ensembles and
-log-linear predictor combination.
+log-linear predictor combination; vocabulary shortlists.
 
 A model is seen only through a step function
 `step_fn(ids [N], state) -> (log_probs [N, V], attention [N, S] or None,
@@ -31,6 +31,7 @@ from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
 from gnmt_tf.decoding.sampling import sample_search
 from gnmt_tf.decoding.sepbeam_search import sepbeam_search
+from gnmt_tf.decoding.shortlist import Shortlist
 
 __all__ = [
     "ConstrainedHypothesis",
@@ -41,6 +42,7 @@ __all__ = [
     "LogLinearStepFunction",
     "WordCountPredictor",
     "HostSteps",
+    "Shortlist",
     "beam_search",
     "bucket_search",
     "constrained_search",

@@ -6,6 +6,7 @@ import tf_keras as keras
 from gnmt_tf.layers.additive_attention import AdditiveAttention
 from gnmt_tf.layers.gnmt_encoder import clip_residual
 from gnmt_tf.layers.lstm import LSTM
+from gnmt_tf.layers.recompute import checkpointed
 
 
 class GNMTDecoder(keras.layers.Layer):
@@ -36,8 +37,9 @@ class GNMTDecoder(keras.layers.Layer):
     """
 
     def __init__(self, num_layers, hidden_dim, attention_dim, dropout=0.0,
-                 residual_start=3, cell_clip=None, **kwargs):
+                 residual_start=3, cell_clip=None, recompute=False, **kwargs):
         super().__init__(**kwargs)
+        self.recompute = recompute
         self.num_layers = num_layers
         self.hidden_dim = hidden_dim
         self.attention_dim = attention_dim
@@ -55,13 +57,17 @@ class GNMTDecoder(keras.layers.Layer):
         return out
 
     def call(self, embedded, memory, memory_mask, training=False):
+        recompute = self.recompute and training
         memory_keys = self.attention.project_memory(memory)
-        x = self.lstms[0](self.dropout_layer(embedded, training=training))
+        x = checkpointed(lambda e: self.lstms[0](
+            self.dropout_layer(e, training=training)), recompute)(embedded)
         context, attention = self.attention(x, memory, memory_keys, memory_mask)
         for index, lstm in enumerate(self.lstms[1:], start=2):
-            inputs = tf.concat(
-                [self.dropout_layer(x, training=training), context], axis=-1)
-            x = self._upper(index, lstm(inputs), x)
+            out = checkpointed(
+                lambda x, context, lstm=lstm: lstm(tf.concat(
+                    [self.dropout_layer(x, training=training), context],
+                    axis=-1)), recompute)(x, context)
+            x = self._upper(index, out, x)
         return x, attention
 
     def initial_state(self, memory, memory_mask):
@@ -95,5 +101,6 @@ class GNMTDecoder(keras.layers.Layer):
                        "hidden_dim": self.hidden_dim,
                        "attention_dim": self.attention_dim,
                        "dropout": self.dropout,
-                       "residual_start": self.residual_start})
+                       "residual_start": self.residual_start,
+                       "recompute": self.recompute})
         return config

@@ -4,6 +4,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.layers.lstm import LSTM
+from gnmt_tf.layers.recompute import checkpointed
 
 
 def clip_residual(x, clip):
@@ -34,8 +35,9 @@ class GNMTEncoder(keras.layers.Layer):
     """
 
     def __init__(self, num_layers, hidden_dim, dropout=0.0, residual_start=3,
-                 cell_clip=None, **kwargs):
+                 cell_clip=None, recompute=False, **kwargs):
         super().__init__(**kwargs)
+        self.recompute = recompute
         self.num_layers = num_layers
         self.hidden_dim = hidden_dim
         self.dropout = dropout
@@ -52,16 +54,20 @@ class GNMTEncoder(keras.layers.Layer):
         return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
 
     def call(self, embedded, lengths, training=False):
+        recompute = self.recompute and training
         x = self.dropout_layer(embedded, training=training)
-        forward = self.forward_lstm(x)
-        backward = self.reverse(self.backward_lstm(self.reverse(x, lengths)), lengths)
+        forward = checkpointed(self.forward_lstm, recompute)(x)
+        backward = self.reverse(checkpointed(self.backward_lstm, recompute)(
+            self.reverse(x, lengths)), lengths)
         if self.num_layers == 1:
             # One layer: average the two directions, so the decoder always
             # sees hidden_dim features.
             return 0.5 * (forward + backward)
         x = tf.concat([forward, backward], axis=-1)  # [B, S, 2H]
         for index, lstm in enumerate(self.upper_lstms, start=2):
-            out = lstm(self.dropout_layer(x, training=training))
+            out = checkpointed(
+                lambda x, lstm=lstm: lstm(
+                    self.dropout_layer(x, training=training)), recompute)(x)
             if index >= self.residual_start:
                 out = clip_residual(out + x, self.cell_clip)
             x = out
@@ -72,5 +78,6 @@ class GNMTEncoder(keras.layers.Layer):
         config.update({"num_layers": self.num_layers,
                        "hidden_dim": self.hidden_dim,
                        "dropout": self.dropout,
-                       "residual_start": self.residual_start})
+                       "residual_start": self.residual_start,
+                       "recompute": self.recompute})
         return config

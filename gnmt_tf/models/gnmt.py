@@ -52,18 +52,30 @@ class GNMT(keras.Model):
                 embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
         self.encoder = GNMTEncoder(
             config.num_encoder_layers, config.hidden_dim, config.dropout,
-            config.residual_start, self.cell_clip, name="encoder")
+            config.residual_start, self.cell_clip, name="encoder",
+            recompute=config.recompute)
         self.decoder = GNMTDecoder(
             config.num_decoder_layers, config.hidden_dim, config.attention_dim,
-            config.dropout, config.residual_start, self.cell_clip, name="decoder")
+            config.dropout, config.residual_start, self.cell_clip, name="decoder",
+            recompute=config.recompute)
         self.output_bias = self.add_weight(
             "output_bias", shape=(config.vocabulary_size,), initializer="zeros")
         if not config.tie_embeddings:
             self.output_dense = keras.layers.Dense(
                 config.vocabulary_size, use_bias=False, name="output")
 
-    def _logits(self, outputs):
-        if self.config.tie_embeddings:
+    def _logits(self, outputs, rows=None):
+        """Logits `[..., V]`, or `[..., V']` over the vocabulary ids `rows
+        [V']` (a shortlist: only those rows of the projection are used)."""
+        if rows is not None:
+            if self.config.tie_embeddings:
+                weights = tf.gather(self.target_embedding.embeddings, rows)
+            else:
+                weights = tf.transpose(
+                    tf.gather(self.output_dense.kernel, rows, axis=1))
+            logits = (tf.matmul(outputs, weights, transpose_b=True)
+                      + tf.gather(self.output_bias, rows))
+        elif self.config.tie_embeddings:
             logits = tf.matmul(outputs, self.target_embedding.embeddings,
                                transpose_b=True) + self.output_bias
         else:
@@ -124,9 +136,21 @@ class GNMT(keras.Model):
 
     def step(self, ids, state):
         """`ids [N]` -> `(log_probs [N, V], attention [N, S], new_state)`."""
+        outputs, attention, state = self.step_hidden(ids, state)
+        return tf.nn.log_softmax(self.output_logits(outputs)), attention, state
+
+    def step_hidden(self, ids, state):
+        """`step` before the output projection: `ids [N]` -> `(hidden
+        [N, H], attention [N, S], new_state)`."""
         embedded = self.target_embedding(tf.cast(ids, tf.int32))
-        outputs, attention, state = self.decoder.step(embedded, state)
-        return tf.nn.log_softmax(self._logits(outputs)), attention, state
+        return self.decoder.step(embedded, state)
+
+    def output_logits(self, hidden, rows=None):
+        """`hidden [N, H]` -> logits `[N, V]`, or `[N, V']` over the ids
+        `rows [V']` (`gnmt_tf.decoding.shortlist`)."""
+        if rows is None:
+            return self._logits(hidden)
+        return self._logits(hidden, rows)
 
     def get_config(self):
         return dataclasses.asdict(self.config)

@@ -170,6 +170,20 @@ class Subwords:
     def pieces(self, sentence):
         return self._sp.EncodeAsPieces(sentence)
 
+    def piece_id(self, piece) -> int:
+        """The id of a piece string (`UNK_ID` for one not in the vocabulary)."""
+        return self._sp.PieceToId(piece)
+
+    def encode_pieces(self, sentence):
+        """`sentence` -> list of `(id, piece)`, an `<unk>` piece spelled as
+        its surface text in the sentence (what UNK replacement copies)."""
+        return [(p.id, p.surface if p.id == UNK_ID else p.piece)
+                for p in self._sp.EncodeAsProto(sentence).pieces]
+
+    def decode_pieces(self, pieces) -> str:
+        """Pieces -> text; a string that is no piece is kept verbatim."""
+        return self._sp.DecodePieces(list(pieces))
+
     def id_pieces(self, ids):
         """Ids -> their pieces (`</s>` for the end token)."""
         return [self._sp.IdToPiece(int(i)) for i in ids]
