@@ -82,6 +82,26 @@ def test_onnx_matches_translator_and_tflite(family, search):
     assert len(set(texts)) > 2  # the model says input-dependent things
 
 
+@pytest.mark.parametrize("runtime", ["onnx", "tflite"])
+def test_batches_search_as_one_sentence_at_a_time(family, runtime):
+    """A batch (padded states, sentences leaving it as they stop) gives the
+    translations of one sentence at a time."""
+    host = getattr(family, runtime)
+    search = dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2,
+                  num_hypotheses=2)
+    for task, sentences in family.cases:
+        alone = host.translate_nbest(sentences, batch_size=1, **search,
+                                     **task)
+        batched = host.translate_nbest(sentences, batch_size=3, **search,
+                                       **task)
+        assert [[h.text for h in hyps] for hyps in batched] == [
+            [h.text for h in hyps] for hyps in alone]
+        assert [h.score for hyps in batched for h in hyps] == pytest.approx(
+            [h.score for hyps in alone for h in hyps], abs=1e-4)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        host.translate_nbest(["a dog"], batch_size=0, **family.cases[0][0])
+
+
 def test_onnx_describes_itself_as_the_model(family):
     model = family.translator.model
     assert family.onnx.runtime.path == family.onnx_dir
