@@ -100,6 +100,9 @@ def parse_args(argv=None):
                         help="intra-op threads of both (default: TF's)")
     parser.add_argument("--only", choices=("transformer", "gnmt"),
                         default=None)
+    parser.add_argument("--vocab", default=None,
+                        help="a SentencePiece .model for all runs (default: "
+                             "our first run trains one)")
     parser.add_argument("--python", default="/usr/bin/python3.11",
                         help="interpreter of OpenNMT-tf's virtualenv")
     parser.add_argument("--opennmt-venv",
@@ -192,6 +195,8 @@ def _our_train(args, preset, model_dir, extra=(), keras_lstm=False):
             "--set", f"max_length={args.max_length}",
             "--set", f"checkpoint_every={args.steps}",
             "--set", f"bleu_every={10 * args.steps}"]
+    if args.vocab:
+        argv += ["--vocab", pathlib.Path(args.vocab).resolve()]
     _, seconds = _run(argv, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
                       log_path=model_dir.parent / f"{model_dir.name}.log")
     with open(model_dir / "metrics.csv", newline="") as f:
@@ -313,6 +318,7 @@ def main(argv=None):
         "steps": args.steps, "log_every": args.log_every,
         "max_tokens": args.max_tokens, "max_length": args.max_length,
         "threads": args.threads, "data": "Multi30k en-de train",
+        "vocab": args.vocab,
         "cpu_count": os.cpu_count(), "load_average_at_end": os.getloadavg(),
         "unit": "target tokens/s, median of logged intervals after the "
                 "first"}

@@ -19,6 +19,7 @@ from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.penalties import coverage_penalty
 from gnmt_tf.decoding.penalties import gnmt_score
 from gnmt_tf.decoding.penalties import length_penalty
+from gnmt_tf.decoding.xla_step import xla_step
 
 __all__ = [
     "DecodingResult",
@@ -34,4 +35,5 @@ __all__ = [
     "length_penalty",
     "tile_beams",
     "unflatten_beams",
+    "xla_step",
 ]
