@@ -259,8 +259,8 @@ def opennmt_train(args, spm_path, work, dims):
             "--model", work / "opennmt_model.py",
             "--config", work / "opennmt.yml", "--log_level", "INFO"]
     if args.threads:
-        argv += ["--intra_op_threads", args.threads,
-                 "--inter_op_threads", args.threads]
+        argv += ["--intra_op_parallelism_threads", args.threads,
+                 "--inter_op_parallelism_threads", args.threads]
     argv += ["train"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     output, seconds = _run(argv, env=env,
@@ -308,24 +308,26 @@ def main(argv=None):
     work = pathlib.Path(args.work_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     results = {}
-    if args.only in (None, "transformer"):
-        results["transformer"] = transformer(args, work)
-        _log(json.dumps(results["transformer"], indent=1))
-    if args.only in (None, "gnmt"):
-        results["gnmt"] = gnmt(args, work)
-        _log(json.dumps(results["gnmt"], indent=1))
-    results["settings"] = {
-        "steps": args.steps, "log_every": args.log_every,
-        "max_tokens": args.max_tokens, "max_length": args.max_length,
-        "threads": args.threads, "data": "Multi30k en-de train",
-        "vocab": args.vocab,
-        "cpu_count": os.cpu_count(), "load_average_at_end": os.getloadavg(),
-        "unit": "target tokens/s, median of logged intervals after the "
-                "first"}
-    results["command"] = command_line("training_speed.py", argv)
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+
+    def write():  # after each comparison: a long run keeps what it did
+        results["settings"] = {
+            "steps": args.steps, "log_every": args.log_every,
+            "max_tokens": args.max_tokens, "max_length": args.max_length,
+            "threads": args.threads, "data": "Multi30k en-de train",
+            "vocab": args.vocab, "cpu_count": os.cpu_count(),
+            "load_average_at_end": os.getloadavg(),
+            "unit": "target tokens/s, median of logged intervals after the "
+                    "first"}
+        results["command"] = command_line("training_speed.py", argv)
+        out.write_text(json.dumps(results, indent=2) + "\n")
+
+    for name, run in (("transformer", transformer), ("gnmt", gnmt)):
+        if args.only in (None, name):
+            results[name] = run(args, work)
+            _log(json.dumps(results[name], indent=1))
+            write()
     print(json.dumps(results, indent=2))
     return 0
 

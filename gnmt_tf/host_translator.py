@@ -44,7 +44,14 @@ from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 
 METADATA_FILE = "model.json"  # written by export.tflite / export.onnx_export
 VOCABULARY_FILE = "spm.model"
-DEFAULT_BATCH_SIZE = 32  # sentences searched together
+MAX_BATCH_SIZE = 32  # sentences searched together, at most
+# Decoding state searched together, at most (bytes; all beams). The state
+# is read and written several times a step (reorder, the runtime's copies,
+# the step itself); measured on the task-space Transformer's TFLite export
+# (1.6 MB a hypothesis: a 128-position KV cache), 32 sentences at once took
+# 1.7x the CPU time of one at a time, a batch that no longer fits in the
+# CPU caches. `auto_batch_size` keeps a batch's state under this.
+STATE_BUDGET_BYTES = 16 * 2**20
 
 
 def stack_states(states):
@@ -244,6 +251,25 @@ class HostTranslator:
             coverage_penalty=coverage_penalty, num_hypotheses=num_hypotheses,
             beam_width=beam_width)
 
+    def state_bytes(self, task=None):
+        """Bytes of one sentence's decoding state (one hypothesis), read
+        off one encoded sentence (at its longest where the runtime pads to
+        a fixed length); cached."""
+        if getattr(self, "_state_bytes", None) is None:
+            state = self.runtime.encode(
+                np.asarray([[self.eos_id] * 2], np.int32), task or {})
+            self._state_bytes = sum(np.asarray(value).nbytes
+                                    for value in state.values())
+        return self._state_bytes
+
+    def auto_batch_size(self, beam_size, task=None):
+        """Sentences to search together: as many as keep their decoding
+        state (all `beam_size` hypotheses, `state_bytes` each) within
+        `STATE_BUDGET_BYTES`, between 1 and `MAX_BATCH_SIZE`."""
+        per_sentence = max(self.state_bytes(task) * int(beam_size), 1)
+        return int(min(MAX_BATCH_SIZE,
+                       max(1, STATE_BUDGET_BYTES // per_sentence)))
+
     def task_inputs(self):
         """The `TaskInput`s of the export (as a `Seq2SeqModel`'s)."""
         return self._task_inputs
@@ -266,14 +292,15 @@ class HostTranslator:
     def translate_nbest(self, sentences, beam_size=5, length_penalty=0.6,
                         coverage_penalty=0.0, num_hypotheses=1,
                         max_length_ratio=2.0, beam_width=None,
-                        batch_size=DEFAULT_BATCH_SIZE, **task):
+                        batch_size=None, **task):
         """Translates `sentences`, giving `num_hypotheses` `Hypothesis` each.
 
         `task` holds the model's task arguments by name (e.g. `src_lang="en",
         tgt_lang="fr", tags="caption"`; none for GNMT). Blank inputs give one
         empty hypothesis with score 0 and never reach the model. Sentences
-        are searched `batch_size` at a time, longest first (the results are
-        those of one at a time, up to the runtime's float rounding).
+        are searched `batch_size` at a time (default: `auto_batch_size`),
+        longest first (the results are those of one at a time, up to the
+        runtime's float rounding).
 
         Raises:
           TypeError: `sentences` is a str, or an input is not a `str`.
@@ -288,7 +315,7 @@ class HostTranslator:
                            beam_width=beam_width)
         if isinstance(sentences, str):
             raise TypeError("sentences must be a list of str, not a str")
-        if int(batch_size) < 1:
+        if batch_size is not None and int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         results = [[Hypothesis("", 0.0)] for _ in sentences]
         sources = {}  # input index -> source ids, blank inputs left out
@@ -309,6 +336,8 @@ class HostTranslator:
                     f"{self.max_source_length - extra}")
             sources[i] = source_ids
         order = sorted(sources, key=lambda i: -len(sources[i]))
+        if batch_size is None and order:
+            batch_size = self.auto_batch_size(beam_size, arrays)
         for start in range(0, len(order), int(batch_size)):
             batch = order[start:start + int(batch_size)]
             found = self.search_batch([sources[i] for i in batch],
@@ -320,7 +349,7 @@ class HostTranslator:
 
     def translate(self, sentences, beam_size=5, length_penalty=0.6,
                   coverage_penalty=0.0, max_length_ratio=2.0,
-                  batch_size=DEFAULT_BATCH_SIZE, **task):
+                  batch_size=None, **task):
         """Translates `sentences` (list of str) to their best translations."""
         return [hyps[0].text for hyps in self.translate_nbest(
             sentences, beam_size, length_penalty, coverage_penalty, 1,

@@ -231,8 +231,7 @@ def _translate_on_host(args, flag):
             coverage_penalty=options.coverage_penalty,
             num_hypotheses=options.num_hypotheses,
             max_length_ratio=options.max_length_ratio,
-            beam_width=options.beam_width, batch_size=args.batch_size,
-            **task)
+            beam_width=options.beam_width, **task)
 
     return streaming.translate_stream(
         args.input, args.output, args.batch_size, translate_chunk,

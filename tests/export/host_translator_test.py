@@ -7,6 +7,7 @@ export's; `gnmt-tf translate --onnx` runs end to end and fails in one line.
 
 import types
 
+import numpy as np
 import pytest
 
 from gnmt_tf.cli.main import main
@@ -171,3 +172,20 @@ def test_translate_cli_task_errors(family, tmp_path, capsys):
     code, err = _cli(["--onnx", family.onnx_dir, *flags, "-i", source],
                      capsys)
     _assert_one_line_error(code, err, message)
+
+
+def test_auto_batch_size_keeps_the_state_within_budget(family, monkeypatch):
+    from gnmt_tf import host_translator
+
+    host = family.tflite
+    task = host.task_arrays(**family.cases[0][0])[1]
+    per_sentence = host.state_bytes(task)
+    assert per_sentence == sum(v.nbytes for v in host.runtime.encode(
+        np.asarray([[host.eos_id] * 2], np.int32), task).values())
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES",
+                        per_sentence * 4 * 3 + 1)
+    assert host.auto_batch_size(4, task) == 3
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES", 1)
+    assert host.auto_batch_size(4, task) == 1
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES", 2**40)
+    assert host.auto_batch_size(4, task) == host_translator.MAX_BATCH_SIZE
