@@ -9,7 +9,9 @@ same `--sentences` sentences, in interleaved repetitions, with:
 - ``tflite_batch32``: `HostTranslator` over LiteRT, 32 sentences searched
   together (`gnmt_tf.host_search.beam_search_batch`);
 - ``tflite_batch1``: the same, one sentence at a time (what the host
-  search did before it was batched).
+  search did before it was batched);
+- ``tflite_auto``: the default, `HostTranslator.auto_batch_size`
+  sentences together (``auto_batch_size`` in the settings).
 
 It reports sentences/s (median of `--repeats`), the ratios
 ``tflite_batch32_over_translator`` and ``tflite_batch32_over_batch1``, and
@@ -99,6 +101,7 @@ def main(argv=None):
             batch, batch_size=32, **search, **task),
         "tflite_batch1": lambda batch: host.translate(
             batch, batch_size=1, **search, **task),
+        "tflite_auto": lambda batch: host.translate(batch, **search, **task),
     }
     outputs, times = {}, {key: [] for key in runners}
     for key, run in runners.items():  # warm-up: tracing, allocation
@@ -136,6 +139,8 @@ def main(argv=None):
                      "beam_size": args.beam_size, "alpha": args.alpha,
                      "repeats": args.repeats, "tflite_threads": args.threads,
                      "clock": args.clock,
+                     "auto_batch_size": host.auto_batch_size(
+                         args.beam_size, host.task_arrays(**task)[1]),
                      "load_average_at_end": os.getloadavg(),
                      "cpu_count": os.cpu_count()},
     }

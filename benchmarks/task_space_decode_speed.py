@@ -275,6 +275,8 @@ def main(argv=None):
                                                       dropout=0.0)
         print(f"RESULT {bench_ours(model, batch, args, bool(cache))}")
         return 0
+    tf.config.threading.set_intra_op_parallelism_threads(counts[0])
+    tf.config.threading.set_inter_op_parallelism_threads(counts[0])
     tf.random.set_seed(0)
     model = TaskSpaceTranslationModel.from_preset(args.preset, dropout=0.0)
     results, best_threads = {}, {}
@@ -304,8 +306,6 @@ def main(argv=None):
             return _child_ours(args, batch, cache, threads)
         return measure
 
-    tf.config.threading.set_intra_op_parallelism_threads(counts[0])
-    tf.config.threading.set_inter_op_parallelism_threads(counts[0])
     engine_names = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
