@@ -19,8 +19,8 @@ same data (Multi30k en->de train), batches of `--max-tokens` target tokens
    (``ours_over_keras_lstm``).
 
 Target tokens/s is the median of the per-interval rates each trainer logs
-(ours: ``metrics.csv``, every `--log-every` steps; OpenNMT-tf: "target
-words/s" every `--log-every` steps), leaving out the first interval
+(ours: ``metrics.csv``, every `--log-every` steps; OpenNMT-tf: the target
+tokens/s of its log line every `--log-every` steps), leaving out the first interval
 (tracing, warm-up). Both count target tokens with the end token.
 
     python benchmarks/training_speed.py --data-dir /work/shared/data/multi30k \\
@@ -265,8 +265,11 @@ def opennmt_train(args, spm_path, work, dims):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     output, seconds = _run(argv, env=env,
                            log_path=work / "opennmt_train.log")
+    # "tokens/s = 125 (59 source, 66 target)" (2.32), or older versions'
+    # "target words/s = 66".
     rates = [float(m) for m in re.findall(
-        r"target words/s = ([0-9.]+)", output)]
+        r"tokens/s = [0-9.]+ \([0-9.]+ source, ([0-9.]+) target\)", output)
+        or re.findall(r"target words/s = ([0-9.]+)", output)]
     return {"target_tokens_per_s": _median_after_first(rates),
             "interval_rates": rates, "wall_seconds": round(seconds, 1),
             "version": OPENNMT_REQUIREMENTS}
