@@ -14,11 +14,19 @@ end token can be produced, no early stopping), three ways:
   position tables; per-token log-probabilities agree with ours to 1e-6),
   beam 4, `min_decoding_length = max_decoding_length` to fix the length.
 
+and, for 8-bit weights, CTranslate2 with ``compute_type="int8"`` against
+our TFLite export with int8 weights (``dynamic_range``: the same weights,
+no QAT ranges needed; its `encode` + `decode_step` driven by the batched
+host search, `gnmt_tf.host_search.beam_search_batch`).
+
 Tokens/s counts the best hypothesis' tokens: batch * output length / wall
 time of one call (median of the timed repeats, after one warm-up call).
-Both engines get the same number of threads.
+Both engines get the same number of threads; with `--thread-counts 1,2`
+each engine is timed at each count and its best is reported (the counts
+behind each figure are in ``best_threads``). The CPU's SIMD flags
+(AVX2, AVX-512, AMX, VNNI) are recorded with the figures.
 
-    python benchmarks/task_space_decode_speed.py [--threads 2] \\
+    python benchmarks/task_space_decode_speed.py [--thread-counts 1,2] \\
         [--source-length 20] [--output-length 20] [--repeats 3]
 
 Writes `benchmarks/results/task_space_decode_speed.json`.
@@ -106,6 +114,24 @@ def ours_fn(model, output_length, cache=True):
     return tf.function(search, autograph=False)
 
 
+SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw",
+              "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
+              "amx_bf16", "amx_int8")
+
+
+def simd_flags():
+    """The SIMD flags of this CPU (from /proc/cpuinfo) among `SIMD_FLAGS`."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    have = set(line.split(":", 1)[1].split())
+                    return [flag for flag in SIMD_FLAGS if flag in have]
+    except OSError:
+        pass
+    return []
+
+
 def _time(call, repeats):
     call()  # warm-up (tracing, allocation)
     times = []
@@ -126,7 +152,7 @@ def bench_ours(model, batch, args, cache):
     return batch * args.output_length / seconds
 
 
-def build_ctranslate2(model, directory, threads):
+def build_ctranslate2(model, directory, threads, compute_type="default"):
     try:
         import ctranslate2
         from task_space.ctranslate2_converter import (
@@ -140,7 +166,8 @@ def build_ctranslate2(model, directory, threads):
         model, vocabulary, *TASK, max_positions=512)
     converter.convert(str(directory), force=True)
     translator = ctranslate2.Translator(
-        str(directory), device="cpu", inter_threads=1, intra_threads=threads)
+        str(directory), device="cpu", inter_threads=1, intra_threads=threads,
+        compute_type=compute_type)
     return (translator, vocabulary), f"ctranslate2 {ctranslate2.__version__}"
 
 
@@ -161,10 +188,69 @@ def bench_ctranslate2(engine, model, batch, args):
     return batch * args.output_length / _time(call, repeats)
 
 
+def build_tflite(model, directory, quantization):
+    """Our TFLite export of `model` (`export.tflite.convert`) and its
+    runtime; the cache holds `max_target_length` positions."""
+    from export.tflite import convert
+
+    path = pathlib.Path(directory) / f"model_{quantization}.tflite"
+    path.write_bytes(convert(model, quantization))
+    return path
+
+
+def bench_tflite(path, model, batch, args, threads):
+    """Target tokens/s of the host search over a TFLite export."""
+    from gnmt_tf.host_search import beam_search_batch
+    from gnmt_tf.host_translator import stack_states
+    from gnmt_tf.tflite_runtime import TFLiteRuntime
+
+    runtime = TFLiteRuntime(path, threads)
+    source, src_lang, tgt_lang, tags = (
+        t.numpy() for t in _inputs(model.config, batch, args.source_length,
+                                   seed=batch))
+    task = {"src_lang": src_lang[:1], "tgt_lang": tgt_lang[:1],
+            "tags": tags[:1]}
+    task = {name: value for name, value in task.items()
+            if name in runtime.encode_inputs}
+
+    def call():
+        state = stack_states([runtime.encode(row[None], task)
+                              for row in source])
+        return beam_search_batch(
+            runtime.step, state, [args.source_length] * batch,
+            model.config.bos_id, NO_END_ID, args.output_length,
+            beam_size=BEAM, length_penalty=0.0)
+
+    lengths = {len(pairs[0][0]) for pairs in call()}
+    assert lengths == {args.output_length}, lengths
+    repeats = args.repeats if batch > 1 else args.repeats * 3
+    return batch * args.output_length / _time(call, repeats)
+
+
+def _child_ours(args, batch, cache, threads):
+    """`bench_ours` in a fresh process with `threads` TensorFlow threads
+    (the same random weights: the same seed and preset)."""
+    import subprocess
+
+    argv = [sys.executable, __file__, "--child-ours",
+            f"{batch},{int(cache)},{threads}", "--preset", args.preset,
+            "--source-length", str(args.source_length),
+            "--output-length", str(args.output_length),
+            "--repeats", str(args.repeats)]
+    process = subprocess.run(argv, capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)))
+    lines = [line for line in process.stdout.splitlines()
+             if line.startswith("RESULT ")]
+    if process.returncode or not lines:
+        raise RuntimeError(process.stderr[-1000:])
+    return float(lines[-1].split()[1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="transformer_small")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--thread-counts", default="1,2",
+                        help="each engine's best over these thread counts")
     parser.add_argument("--source-length", type=int, default=20,
                         help="source tokens per sentence, EOS included")
     parser.add_argument("--output-length", type=int, default=20,
@@ -172,31 +258,90 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed calls at batch 32 (x3 at batch 1)")
     parser.add_argument("--batch-sizes", default="32,1")
+    parser.add_argument("--child-ours", default=None,
+                        help=argparse.SUPPRESS)  # BATCH,CACHE,THREADS
+    parser.add_argument("--skip-no-cache", action="store_true",
+                        help="leave out the decoder without a KV cache")
     parser.add_argument("--output", default=str(RESULT))
     args = parser.parse_args(argv)
 
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    counts = [int(t) for t in args.thread_counts.split(",")]
+    if args.child_ours:  # one of `_child_ours`' processes
+        batch, cache, threads = (int(x) for x in args.child_ours.split(","))
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+        tf.random.set_seed(0)
+        model = TaskSpaceTranslationModel.from_preset(args.preset,
+                                                      dropout=0.0)
+        print(f"RESULT {bench_ours(model, batch, args, bool(cache))}")
+        return 0
+    tf.config.threading.set_intra_op_parallelism_threads(counts[0])
+    tf.config.threading.set_inter_op_parallelism_threads(counts[0])
     tf.random.set_seed(0)
     model = TaskSpaceTranslationModel.from_preset(args.preset, dropout=0.0)
-    results = {}
+    results, best_threads = {}, {}
+
+    def best(key, measure):
+        """Runs `measure(threads)` at each count; keeps the best."""
+        speeds = {}
+        for threads in counts:
+            try:
+                speeds[threads] = measure(threads)
+            except Exception as e:  # noqa: BLE001  (reported in the JSON)
+                print(f"{key} threads {threads}: {e}", file=sys.stderr)
+        if not speeds:
+            results[key] = None
+            return
+        threads = max(speeds, key=speeds.get)
+        results[key], best_threads[key] = speeds[threads], threads
+        print(f"{key}: {speeds[threads]:.1f} tok/s ({threads} threads; "
+              f"all: {speeds})", flush=True)
+
+    def ours(batch, cache):
+        def measure(threads):
+            # TensorFlow fixes its pools at start-up: one thread count
+            # per process, so other counts run in a child process.
+            if threads == counts[0]:
+                return bench_ours(model, batch, args, cache)
+            return _child_ours(args, batch, cache, threads)
+        return measure
+
+    engine_names = {}
     with tempfile.TemporaryDirectory() as tmp:
-        engine, engine_name = build_ctranslate2(model, pathlib.Path(tmp) / "m",
-                                                args.threads)
+        tmp = pathlib.Path(tmp)
+        engines = {}
+        for compute_type in ("default", "int8"):
+            for threads in counts:
+                engines[compute_type, threads], engine_names[compute_type] = (
+                    build_ctranslate2(model, tmp / "m", threads,
+                                      compute_type))
+        tflite_path = None
+        try:
+            tflite_path = build_tflite(model, tmp, "dynamic_range")
+        except Exception as e:  # noqa: BLE001  (reported in the JSON)
+            print(f"TFLite export failed: {e}", file=sys.stderr)
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
-            results[f"ours_{key}"] = bench_ours(model, batch, args, True)
-            print(f"ours {key}: {results[f'ours_{key}']:.1f} tok/s",
-                  flush=True)
-            results[f"ctranslate2_{key}"] = (
-                bench_ctranslate2(engine, model, batch, args)
-                if engine else None)
-            print(f"ctranslate2 {key}: {results[f'ctranslate2_{key}']}",
-                  flush=True)
-            results[f"ours_nocache_{key}"] = bench_ours(model, batch, args,
-                                                        False)
-            print(f"ours no cache {key}: "
-                  f"{results[f'ours_nocache_{key}']:.1f} tok/s", flush=True)
+            best(f"ours_{key}", ours(batch, True))
+            for compute_type, prefix in (("default", "ctranslate2"),
+                                         ("int8", "ctranslate2_int8")):
+                if engines[compute_type, counts[0]] is None:
+                    results[f"{prefix}_{key}"] = None
+                    continue
+                best(f"{prefix}_{key}", lambda threads: bench_ctranslate2(
+                    engines[compute_type, threads], model, batch, args))
+            if tflite_path is not None:
+                best(f"ours_tflite_int8_weights_{key}",
+                     lambda threads: bench_tflite(tflite_path, model, batch,
+                                                  args, threads))
+            if not args.skip_no_cache:
+                best(f"ours_nocache_{key}", ours(batch, False))
+            for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                      (f"ours_tflite_int8_weights_{key}",
+                                       f"ctranslate2_int8_{key}")):
+                if results.get(ours_key) and results.get(ct2_key):
+                    results[f"{ours_key}_over_{ct2_key}"] = round(
+                        results[ours_key] / results[ct2_key], 3)
     c = model.config
     results["command"] = " ".join(
         ["python", "benchmarks/task_space_decode_speed.py"]
@@ -211,13 +356,17 @@ def main(argv=None):
                   "vocabulary_size": c.vocabulary_size},
         "beam_size": BEAM, "source_length": args.source_length,
         "output_length": args.output_length, "repeats": args.repeats,
-        "threads": args.threads, "cpu_count": os.cpu_count(),
+        "thread_counts": counts, "best_threads": best_threads,
+        "simd_flags": simd_flags(), "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
-        "tensorflow": tf.__version__, "ctranslate2": engine_name,
+        "tensorflow": tf.__version__,
+        "ctranslate2": engine_names.get("default"),
+        "int8": "CTranslate2 compute_type int8; ours: TFLite dynamic-range"
+                " (int8 weights) through the batched host search",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
-        "note": "2-core machine, other jobs paused (see "
-                "load_average_at_end): ratios are the useful part",
+        "note": "see load_average_at_end: on a shared machine the ratios "
+                "are the useful part",
     }
     path = pathlib.Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)

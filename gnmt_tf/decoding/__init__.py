@@ -32,6 +32,7 @@ from gnmt_tf.decoding.penalties import length_penalty
 from gnmt_tf.decoding.sampling import sample_search
 from gnmt_tf.decoding.sepbeam_search import sepbeam_search
 from gnmt_tf.decoding.shortlist import Shortlist
+from gnmt_tf.decoding.xla_step import xla_step
 
 __all__ = [
     "ConstrainedHypothesis",
@@ -58,4 +59,5 @@ __all__ = [
     "sepbeam_search",
     "tile_beams",
     "unflatten_beams",
+    "xla_step",
 ]

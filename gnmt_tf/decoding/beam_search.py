@@ -93,6 +93,22 @@ def gather_beams(nested, beam_indices):
         lambda x: tf.gather(x, beam_indices, axis=1, batch_dims=1), nested)
 
 
+def reorder_beams(x, beam_indices, beam_size, unchanged=False):
+    """Reorders the beams of a state entry: `[B * K, ...]`, row `b * K + k`
+    becomes old row `b * K + beam_indices[b, k]`.
+
+    An entry the step function returned `unchanged` (the very tensor it was
+    given, such as the encoder memory or cross-attention keys) is the same
+    for all beams of a sentence, since the initial state is tiled
+    (`tile_beams`): reordering it is the identity, so it is returned as is
+    rather than copied at every step.
+    """
+    if unchanged:
+        return x
+    return flatten_beams(gather_beams(unflatten_beams(x, beam_size),
+                                      beam_indices))
+
+
 def pad_last(x, size):
     """Zero-pads the last axis of `x` up to `size` (a no-op once there)."""
     rank = x.shape.rank
@@ -303,7 +319,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
     has_attention = [False]  # set while tracing/running the loop body
 
     def body(t, alive, finished, state, stopped):
-        log_probs, attention, state = step_fn(
+        log_probs, attention, new_state = step_fn(
             tf.reshape(alive["last"], [-1]), state)
         log_probs = unflatten_beams(tf.cast(log_probs, tf.float32), k)
         vocab_size = tf.shape(log_probs)[2]                           # [B,K,V]
@@ -387,8 +403,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             "attention": cand_history,
         }
         state = tf.nest.map_structure(
-            lambda x: flatten_beams(
-                gather_beams(unflatten_beams(x, k), beam)), state)
+            lambda new, old: reorder_beams(new, beam, k, unchanged=new is old),
+            new_state, state)
         return t + 1, alive, finished, state, stop
 
     def cond(t, alive, finished, state, stopped):

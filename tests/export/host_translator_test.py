@@ -7,6 +7,7 @@ export's; `gnmt-tf translate --onnx` runs end to end and fails in one line.
 
 import types
 
+import numpy as np
 import pytest
 
 from gnmt_tf.cli.main import main
@@ -82,6 +83,26 @@ def test_onnx_matches_translator_and_tflite(family, search):
     assert len(set(texts)) > 2  # the model says input-dependent things
 
 
+@pytest.mark.parametrize("runtime", ["onnx", "tflite"])
+def test_batches_search_as_one_sentence_at_a_time(family, runtime):
+    """A batch (padded states, sentences leaving it as they stop) gives the
+    translations of one sentence at a time."""
+    host = getattr(family, runtime)
+    search = dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2,
+                  num_hypotheses=2)
+    for task, sentences in family.cases:
+        alone = host.translate_nbest(sentences, batch_size=1, **search,
+                                     **task)
+        batched = host.translate_nbest(sentences, batch_size=3, **search,
+                                       **task)
+        assert [[h.text for h in hyps] for hyps in batched] == [
+            [h.text for h in hyps] for hyps in alone]
+        assert [h.score for hyps in batched for h in hyps] == pytest.approx(
+            [h.score for hyps in alone for h in hyps], abs=1e-4)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        host.translate_nbest(["a dog"], batch_size=0, **family.cases[0][0])
+
+
 def test_onnx_describes_itself_as_the_model(family):
     model = family.translator.model
     assert family.onnx.runtime.path == family.onnx_dir
@@ -151,3 +172,20 @@ def test_translate_cli_task_errors(family, tmp_path, capsys):
     code, err = _cli(["--onnx", family.onnx_dir, *flags, "-i", source],
                      capsys)
     _assert_one_line_error(code, err, message)
+
+
+def test_auto_batch_size_keeps_the_state_within_budget(family, monkeypatch):
+    from gnmt_tf import host_translator
+
+    host = family.tflite
+    task = host.task_arrays(**family.cases[0][0])[1]
+    per_sentence = host.state_bytes(task)
+    assert per_sentence == sum(v.nbytes for v in host.runtime.encode(
+        np.asarray([[host.eos_id] * 2], np.int32), task).values())
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES",
+                        per_sentence * 4 * 3 + 1)
+    assert host.auto_batch_size(4, task) == 3
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES", 1)
+    assert host.auto_batch_size(4, task) == 1
+    monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES", 2**40)
+    assert host.auto_batch_size(4, task) == host_translator.MAX_BATCH_SIZE

@@ -96,3 +96,18 @@ def test_translator_survives_a_training_seeding_the_process(tiny_model_dir):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "True"
+
+
+def test_xla_compiled_step_translates_the_same(translator, tiny_model_dir,
+                                               toy_corpus):
+    model, subwords, _ = load_model(tiny_model_dir)
+    compiled = Translator(model, subwords, max_source_length=40,
+                          jit_compile_step=True)
+    sources = [en for en, _ in toy_corpus[:6]]
+    for options in (SearchOptions(beam_size=1),
+                    SearchOptions(beam_size=3, coverage_penalty=0.2)):
+        want = translator.translate_nbest(sources, options, batch_size=4)
+        got = compiled.translate_nbest(sources, options, batch_size=4)
+        assert [h[0].text for h in got] == [h[0].text for h in want]
+        assert [h[0].score for h in got] == pytest.approx(
+            [h[0].score for h in want], abs=1e-4)

@@ -1,0 +1,124 @@
+"""`gnmt_tf.host_search`: the NumPy batch search against the in-graph one,
+against itself one sentence at a time, and against brute force."""
+
+import numpy as np
+import pytest
+
+import gnmt_tf  # noqa: F401
+
+import tensorflow as tf
+
+from gnmt_tf.decoding import beam_search as graph_beam_search
+from gnmt_tf.host_search import beam_search, beam_search_batch, top_k
+
+START_ID = 0
+MAX_LENGTHS = [4, 2, 3, 4]
+SOURCE_LENGTHS = [4, 2, 3, 1]
+SEARCHES = [
+    dict(beam_size=1, length_penalty=0.0, coverage_penalty=0.0),
+    dict(beam_size=2, length_penalty=0.6, coverage_penalty=0.2),
+    dict(beam_size=3, length_penalty=1.0, coverage_penalty=0.5,
+         num_hypotheses=2),
+    dict(beam_size=4, length_penalty=0.6, coverage_penalty=0.0,
+         beam_width=1.5, num_hypotheses=3),
+]
+
+
+def _host_step(model):
+    """`model.step_fn` as the host search calls it: NumPy in and out, and
+    only the entries it changes returned (``memory``, ``sentence`` stay)."""
+
+    def step(ids, state):
+        log_probs, attention, new_state = model.step_fn(
+            tf.constant(ids), {k: tf.constant(v) for k, v in state.items()})
+        return log_probs.numpy(), attention.numpy(), {
+            name: new_state[name].numpy() for name in ("step", "prev")}
+
+    return step
+
+
+def _host_state(model, sentences):
+    return {k: v.numpy() for k, v in model.initial_state(
+        [START_ID] * len(sentences), sentences).items()}
+
+
+def _host(model, end_id, sentences, **search):
+    return beam_search_batch(
+        _host_step(model), _host_state(model, sentences),
+        [SOURCE_LENGTHS[s] for s in sentences], START_ID, end_id,
+        [MAX_LENGTHS[s] for s in sentences], **search)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_top_k_is_a_stable_sort_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 4, size=[6, 40]).astype(np.float32)
+    scores[rng.random(scores.shape) < 0.3] = -np.inf
+    scores[0] = -np.inf  # a row of ties only
+    for k in (1, 2, 5, 40, 50):
+        expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(top_k(scores, k), expected)
+
+
+@pytest.mark.parametrize("search", SEARCHES,
+                         ids=["greedy", "beam2", "beam3_n2", "beam4_pruned"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_batch_matches_in_graph_search(toy_model, end_id, seed, search):
+    model = toy_model(seed, SOURCE_LENGTHS, sharpness=2.0)
+    sentences = list(range(len(SOURCE_LENGTHS)))
+    got = _host(model, end_id, sentences, **search)
+    n = search.get("num_hypotheses", 1)
+    expected = graph_beam_search(
+        model.step_fn, model.initial_state([START_ID] * len(sentences)),
+        start_ids=[START_ID] * len(sentences), end_id=end_id,
+        max_lengths=MAX_LENGTHS, source_lengths=SOURCE_LENGTHS, **search)
+    for b, pairs in enumerate(got):
+        assert len(pairs) == n
+        for i, (ids, score) in enumerate(pairs):
+            length = int(expected.lengths[b, i])
+            want = expected.ids[b, i, :length].numpy().tolist()
+            if want and want[-1] == end_id:
+                want.pop()
+            assert ids == want, (b, i)
+            assert score == pytest.approx(float(expected.scores[b, i]),
+                                          abs=1e-5)
+
+
+@pytest.mark.parametrize("search", SEARCHES[1:],
+                         ids=["beam2", "beam3_n2", "beam4_pruned"])
+def test_batch_equals_one_sentence_at_a_time(toy_model, end_id, search):
+    """Sentences stop at different steps and leave the batch; what is left
+    of it still decodes as it would alone, in any batch order."""
+    model = toy_model(5, SOURCE_LENGTHS, sharpness=2.0)
+    alone = [beam_search(_host_step(model), _host_state(model, [s]),
+                         SOURCE_LENGTHS[s], START_ID, end_id, MAX_LENGTHS[s],
+                         **search) for s in range(len(SOURCE_LENGTHS))]
+    for order in ([0, 1, 2, 3], [3, 1, 0, 2]):
+        got = _host(model, end_id, order, **search)
+        assert got == [alone[s] for s in order]
+    assert len({tuple(map(tuple, (ids for ids, _ in r))) for r in alone}) > 1
+
+
+def test_exhaustive_beam_is_brute_force(toy_model, end_id):
+    model = toy_model(2, SOURCE_LENGTHS)
+    got = _host(model, end_id, [0, 1, 2, 3], beam_size=80, num_hypotheses=3,
+                length_penalty=0.6, coverage_penalty=0.2)
+    for s, pairs in enumerate(got):
+        best = model.brute_force(s, START_ID, MAX_LENGTHS[s], 0.6, 0.2)[:3]
+        for (ids, score), want in zip(pairs, best):
+            want_ids = list(want["ids"])
+            if want_ids[-1] == end_id:
+                want_ids.pop()
+            assert ids == want_ids
+            assert score == pytest.approx(want["score"], abs=1e-4)
+
+
+def test_bad_settings_raise(toy_model, end_id):
+    model = toy_model(0, SOURCE_LENGTHS)
+    with pytest.raises(ValueError, match="num_hypotheses"):
+        _host(model, end_id, [0], beam_size=2, num_hypotheses=3)
+    with pytest.raises(ValueError, match="max lengths must be >= 1"):
+        beam_search_batch(_host_step(model), _host_state(model, [0]), [4],
+                          START_ID, end_id, [0])
+    assert beam_search_batch(_host_step(model), {}, [], START_ID, end_id,
+                             []) == []
