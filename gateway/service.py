@@ -16,10 +16,15 @@ told otherwise. The model behind it is a `gateway.Pipeline`: in process
     "tgt_lang": "de"                       required
     "tags": ["news"] or "news,formal"      scene tags (task-space models)
     "glossary": [{"source": s, "target": t}, ...] or [[s, t], ...]
+    "qe": true                             estimate quality per sentence
+    "min_quality": 0.4                     flag sentences below it (0-1)
 
 and answers ``{"translation": ..., "format", "src_lang", "tgt_lang",
 "detected_language" (the detected code, or null when src_lang was given),
-"warnings": [...]}`` (repaired HTML). A raw document (`Content-Type:
+"warnings": [...]}`` (repaired HTML); with "qe" or "min_quality" also
+``"quality"`` (the document's, 0-1), ``"sentences"`` (``{"source",
+"translation", "quality", "flagged"}`` each) and ``"flagged"`` (their
+indices). A raw document (`Content-Type:
 text/plain` or `text/html`, parameters in the query string:
 ``?tgt_lang=de&src_lang=auto&tags=news``) comes back raw, with
 ``Content-Language`` and ``X-Source-Language`` headers.
@@ -53,7 +58,7 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("text", "html")
 _JSON_FIELDS = ("text", "html", "format", "src_lang", "tgt_lang", "tags",
-                "glossary")
+                "glossary", "qe", "min_quality")
 _RAW_TYPES = {"text/plain": "text", "text/html": "html",
               "application/xhtml+xml": "html"}
 # JSON escaping can make a document's body up to 6 times its size ("\\uXXXX"
@@ -147,7 +152,28 @@ def parse_json_request(body: bytes) -> dict:
             "src_lang": fields.get("src_lang"),
             "tgt_lang": fields.get("tgt_lang"),
             "tags": _tags(fields.get("tags")),
-            "glossary": _glossary(fields.get("glossary")), "raw": False}
+            "glossary": _glossary(fields.get("glossary")),
+            "qe": _qe(fields.get("qe")),
+            "min_quality": _min_quality(fields.get("min_quality")),
+            "raw": False}
+
+
+def _qe(value):
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RequestError('"qe" must be true or false')
+    return value
+
+
+def _min_quality(value):
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not 0.0 <= value <= 1.0):
+        raise RequestError(f'"min_quality" must be a number in [0, 1], got '
+                           f"{json.dumps(value)}")
+    return float(value)
 
 
 def parse_raw_request(body: bytes, fmt: str, query: str) -> dict:
@@ -217,12 +243,29 @@ class Gateway:
                 raise RequestError("glossaries are not available in this "
                                    "version of the pipeline", 422)
             kwargs["glossary"] = request["glossary"]
-        translation = self.pipeline.translate_document(
-            document, src_lang=src_lang, tgt_lang=tgt_lang,
-            tags=request["tags"], format=fmt, **kwargs)
-        return {"translation": translation, "format": fmt,
+        quality = request.get("qe") or request.get("min_quality") is not None
+        if not quality:
+            translation = self.pipeline.translate_document(
+                document, src_lang=src_lang, tgt_lang=tgt_lang,
+                tags=request["tags"], format=fmt, **kwargs)
+            return {"translation": translation, "format": fmt,
+                    "src_lang": src_lang, "tgt_lang": tgt_lang,
+                    "detected_language": detected, "warnings": repaired}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # flags go in the response
+            result = self.pipeline.translate_document_detailed(
+                document, src_lang=src_lang, tgt_lang=tgt_lang,
+                tags=request["tags"], format=fmt, qe=True,
+                min_quality=request.get("min_quality"), **kwargs)
+        return {"translation": result.output, "format": fmt,
                 "src_lang": src_lang, "tgt_lang": tgt_lang,
-                "detected_language": detected, "warnings": repaired}
+                "detected_language": detected, "warnings": repaired,
+                "quality": result.quality,
+                "sentences": [{"source": s.source,
+                               "translation": s.translation,
+                               "quality": s.quality, "flagged": s.flagged}
+                              for s in result.sentences],
+                "flagged": result.flagged}
 
     def _read(self, document, fmt):
         """The document's segments and what the HTML parser repaired

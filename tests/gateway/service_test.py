@@ -1,7 +1,6 @@
 """The HTTP gateway, through a real HTTP client (urllib) against the
 running service: in-process model and local gRPC server behind it."""
 
-import inspect
 import json
 import urllib.error
 import urllib.request
@@ -166,18 +165,45 @@ def test_malformed_html_is_repaired_with_a_warning(local):
         out["translation"], create_parent="div").findall(".//p")) == 2
 
 
-def test_glossary_passes_through_or_is_refused(local, model_backend):
+def test_glossary_passes_through(local, model_backend):
     body = {"text": "A big dog runs.", "src_lang": "en", "tgt_lang": "de",
             "glossary": [{"source": "dog", "target": "Hund"}]}
     status, _, out = call(local + "/v1/translate", body)
-    takes = "glossary" in inspect.signature(
-        Pipeline.translate_document).parameters
-    if takes:
-        assert status == 200 and "Hund" in out["translation"]
-    else:
-        assert status == 422
-        assert out == {"error": "glossaries are not available in this "
-                                "version of the pipeline"}
+    assert status == 200 and "Hund" in out["translation"]
     status, _, out = call(local + "/v1/translate", dict(
         body, glossary=[{"source": "dog"}]))
     assert status == 400 and "glossary entry 1" in out["error"]
+
+
+def test_quality_estimates_and_flags(local):
+    url = local + "/v1/translate"
+    body = {"text": "A big dog runs. A young girl plays.", "src_lang": "en",
+            "tgt_lang": "de"}
+    status, _, plain = call(url, body)
+    assert status == 200 and "quality" not in plain
+    status, _, out = call(url, dict(body, qe=True))
+    assert status == 200, out
+    assert out["translation"] == plain["translation"]
+    assert 0.0 <= out["quality"] <= 1.0
+    assert [s["source"] for s in out["sentences"]] == [
+        "A big dog runs.", "A young girl plays."]
+    assert all(0.0 <= s["quality"] <= 1.0 for s in out["sentences"])
+    assert out["flagged"] == []  # nothing flags without min_quality
+    low = min(s["quality"] for s in out["sentences"])
+    status, _, out = call(url, dict(body, min_quality=low + 1e-6))
+    assert status == 200, out
+    assert out["flagged"] == [i for i, s in enumerate(out["sentences"])
+                              if s["quality"] < low + 1e-6] != []
+    assert all(s["flagged"] == (i in out["flagged"])
+               for i, s in enumerate(out["sentences"]))
+
+
+@pytest.mark.parametrize("field, message", [
+    ({"min_quality": 1.5}, '"min_quality" must be a number in [0, 1], got 1.5'),
+    ({"min_quality": "high"}, '"min_quality" must be a number in [0, 1]'),
+    ({"qe": "yes"}, '"qe" must be true or false'),
+])
+def test_quality_fields_are_checked(local, field, message):
+    status, _, out = call(local + "/v1/translate", dict(
+        {"text": "A dog runs.", "src_lang": "en", "tgt_lang": "de"}, **field))
+    assert status == 400 and message in out["error"]
