@@ -26,8 +26,11 @@ venv: $(BIN)/gnmt-tf
 lint: venv
 	$(BIN)/lint-imports
 
+# The Apache Beam job's tests run in their own environment (see test-beam):
+# in the main one they are skipped.
 test: lint
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-beam
 
 test-all: lint
 	$(BIN)/python -m pytest -q --run-slow
