@@ -336,7 +336,9 @@ class HostTranslator:
                     f"{self.max_source_length - extra}")
             sources[i] = source_ids
         order = sorted(sources, key=lambda i: -len(sources[i]))
-        if batch_size is None and order:
+        if not order:
+            return results
+        if batch_size is None:
             batch_size = self.auto_batch_size(beam_size, arrays)
         for start in range(0, len(order), int(batch_size)):
             batch = order[start:start + int(batch_size)]

@@ -336,6 +336,8 @@ def predictor_settings(args):
     for key in _PREDICTOR_KEYS:
         if getattr(args, key, None):
             settings[key] = getattr(args, key)
+    if isinstance(settings.get("model"), str):  # a command with one --model
+        settings["model"] = [settings["model"]]
     predictors = settings.get("predictors")
     weights = settings.get("weights")
     return (list(settings.get("model") or []),
@@ -591,7 +593,8 @@ def run(args):
     if getattr(args, "rescore", None) and not getattr(args, "input", None):
         raise ValueError("--rescore needs --input: the source sentences")
     constraints = lexical_constraints(args)
-    if args.sepbeam_model and options.decoder != "sepbeam":
+    sepbeam_models = getattr(args, "sepbeam_model", None) or []
+    if sepbeam_models and options.decoder != "sepbeam":
         raise ValueError("--sepbeam-model needs --decoder sepbeam")
     weights = _sepbeam_weights(args)
     translator, name = load_translator(args)
@@ -614,7 +617,7 @@ def run(args):
 
     from gnmt_tf.translator import Translator
 
-    members = [Translator.from_model_dir(path) for path in args.sepbeam_model]
+    members = [Translator.from_model_dir(path) for path in sepbeam_models]
     read = [0]  # input lines translated so far
 
     def translate_chunk(sentences):
@@ -646,18 +649,20 @@ def lexical_constraints(args):
     `LexicalConstraints`), or None."""
     from gnmt_tf.cli.constraints import LexicalConstraints
 
-    if args.constraints and args.glossary_constraints:
+    terms = getattr(args, "constraints", None)
+    glossary = getattr(args, "glossary_constraints", None)
+    if terms and glossary:
         raise ValueError("give --constraints or --glossary-constraints, "
                          "not both")
-    if args.constraints:
-        return LexicalConstraints.from_constraints_file(args.constraints)
-    if args.glossary_constraints:
-        return LexicalConstraints.from_glossary(args.glossary_constraints)
+    if terms:
+        return LexicalConstraints.from_constraints_file(terms)
+    if glossary:
+        return LexicalConstraints.from_glossary(glossary)
     return None
 
 
 def _sepbeam_weights(args):
-    if not args.sepbeam_weights:
+    if not getattr(args, "sepbeam_weights", None):
         return None
     try:
         weights = [float(w) for w in args.sepbeam_weights.split(",")]
