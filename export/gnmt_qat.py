@@ -299,22 +299,13 @@ class QATGNMT(GNMT):
 
 def finetune_data(model, subwords, payload, data_dir, train_config):
     """`(train_config, dataset)` of a ``gnmt_qat`` fine-tuning run
-    (`export.qat.qat_finetune`): the float run's direction (`payload`, its
-    `config.json`), delta held where the float training left it."""
-    from gnmt_tf.data import corpus
-    from gnmt_tf.data.pipeline import make_dataset
+    (`export.qat.qat_finetune`): the float run's data
+    (`gnmt_tf.training.finetune_data`), delta held where the float training
+    left it."""
+    from gnmt_tf.training.finetune_data import gnmt_finetune_data
 
-    src_lang, tgt_lang = payload.get("src_lang"), payload.get("tgt_lang")
-    if not (src_lang and tgt_lang):
-        raise ValueError("the float model's config.json names no "
-                         "src_lang/tgt_lang")
     delta = (float(model.cell_clip.numpy()) if model.cell_clip is not None
              else train_config.delta_end)
     train_config = dataclasses.replace(
         train_config, delta_start=delta, delta_end=delta, delta_anneal_steps=1)
-    src, tgt = corpus.read_parallel(corpus.resolve_data_dir(data_dir), "train",
-                                    src_lang, tgt_lang)
-    return train_config, make_dataset(
-        subwords.encode(src), subwords.encode(tgt), train_config.max_tokens,
-        train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
-        seed=train_config.seed)
+    return gnmt_finetune_data(model, subwords, payload, data_dir, train_config)

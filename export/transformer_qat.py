@@ -183,21 +183,9 @@ class QATTaskSpaceTransformer(FakeQuantMixin, TaskSpaceTranslationModel):
 
 def finetune_data(model, subwords, payload, data_dir, train_config):
     """`(train_config, dataset)` of a ``task_space_transformer_qat``
-    fine-tuning run (`export.qat.qat_finetune`): the mixed-direction batches
-    of the directions, scene tags and target-language token the float
-    model was trained on (`payload`, its `config.json`)."""
-    from task_space import data as data_lib
-    from task_space.training import TaskSpaceOptions
+    fine-tuning run (`export.qat.qat_finetune`): the float model's own
+    fine-tuning data (`task_space.training.finetune_data`)."""
+    from task_space.training import finetune_data as float_finetune_data
 
-    config = model.config
-    options = TaskSpaceOptions(**payload.get("task_space", {}))
-    examples = data_lib.load_multi30k(
-        data_dir, "train",
-        data_lib.parse_directions(options.directions, config.languages),
-        data_lib.parse_tags(options.tags), options.max_lines,
-        config.languages)
-    encoded = data_lib.encode_examples(
-        examples, subwords, config, options.target_language_token)
-    return train_config, data_lib.make_task_dataset(
-        encoded, train_config.max_tokens, train_config.max_length,
-        shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed)
+    return float_finetune_data(model, subwords, payload, data_dir,
+                               train_config)

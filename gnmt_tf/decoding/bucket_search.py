@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from gnmt_tf.decoding.exact_search import ExactSearchResult
+from gnmt_tf.decoding.exact_search import ExactSearchResult, check_budget
 from gnmt_tf.decoding.host_steps import HostSteps
 
 
@@ -70,15 +70,7 @@ def bucket_search(step_fn, initial_state, start_id, end_id, max_length,
       `optimal` (the search ran out of hypotheses, not of budget) and
       `expansions`.
     """
-    if not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be an int >= 1, got {max_length!r}")
-    if max_expansions is not None and (not isinstance(max_expansions, int)
-                                       or max_expansions < 1):
-        raise ValueError(f"max_expansions must be an int >= 1 or None, got "
-                         f"{max_expansions!r}")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"max_seconds must be > 0 or None, got "
-                         f"{max_seconds!r}")
+    check_budget(max_length, max_expansions, max_seconds)
     steps = HostSteps(step_fn)
     start = clock()
     best_ids, best_score = None, -math.inf

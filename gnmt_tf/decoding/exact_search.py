@@ -72,6 +72,20 @@ class _Frame:
     next: int = 0
 
 
+def check_budget(max_length, max_expansions, max_seconds):
+    """Raises `ValueError` for a bad length limit or search budget (shared
+    by the host-side searches)."""
+    if not isinstance(max_length, int) or max_length < 1:
+        raise ValueError(f"max_length must be an int >= 1, got {max_length!r}")
+    if max_expansions is not None and (not isinstance(max_expansions, int)
+                                       or max_expansions < 1):
+        raise ValueError(f"max_expansions must be an int >= 1 or None, got "
+                         f"{max_expansions!r}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise ValueError(f"max_seconds must be > 0 or None, got "
+                         f"{max_seconds!r}")
+
+
 def exact_search(step_fn, initial_state, start_id, end_id, max_length,
                  max_expansions=None, max_seconds=None, clock=time.monotonic):
     """Depth-first search for the highest-scoring output of one sentence.
@@ -99,15 +113,7 @@ def exact_search(step_fn, initial_state, start_id, end_id, max_length,
     """
     import tensorflow as tf
 
-    if not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be an int >= 1, got {max_length!r}")
-    if max_expansions is not None and (not isinstance(max_expansions, int)
-                                       or max_expansions < 1):
-        raise ValueError(f"max_expansions must be an int >= 1 or None, got "
-                         f"{max_expansions!r}")
-    if max_seconds is not None and not max_seconds > 0:
-        raise ValueError(f"max_seconds must be > 0 or None, got "
-                         f"{max_seconds!r}")
+    check_budget(max_length, max_expansions, max_seconds)
     start = clock()
     best_ids, best_score = None, -math.inf
     expansions = 0
