@@ -15,12 +15,17 @@ import gzip
 import json
 import pathlib
 import random
+import sys
 import time
 
-import pysbd
-import sentencex
+# The repository root first: benchmarks/pipeline.py would otherwise shadow
+# the `pipeline` package.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from pipeline.sentence_split import split_sentences
+import pysbd  # noqa: E402
+import sentencex  # noqa: E402
+
+from pipeline.sentence_split import split_sentences  # noqa: E402
 
 LANGUAGES = ("en", "de", "fr", "cs")
 PYSBD_LANGUAGE = {"cs": "sk"}
