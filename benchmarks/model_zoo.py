@@ -91,8 +91,9 @@ def score(translator, sources, references, options, task, batch_size):
 
 
 def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
-             limit=None, log=sys.stderr):
-    """Scores one model on every split and direction it has."""
+             limit=None, log=sys.stderr, splits=SPLITS, directions=None):
+    """Scores one model on every split and direction it has (or on the
+    given `splits` and `directions`; `wmt_dir` None skips WMT22)."""
     from gnmt_tf.data import corpus
     from gnmt_tf.progress import progress
     from gnmt_tf.translator import Translator
@@ -100,9 +101,11 @@ def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
     translator = Translator.from_model_dir(model_dir)
     model = translator.model
     result = {"sacrebleu": {}, "chrf": {}, "signatures": {}, "wmt22": {}}
-    for src, tgt in progress(model_directions(model), desc="directions"):
+    pairs = [(src, tgt) for src, tgt in model_directions(model)
+             if directions is None or f"{src}-{tgt}" in directions]
+    for src, tgt in progress(pairs, desc="directions"):
         direction, task = f"{src}-{tgt}", task_arguments(model, src, tgt)
-        for split in SPLITS:
+        for split in splits:
             try:
                 sources = corpus.read_lines(
                     corpus.split_path(data_dir, split, src))[:limit]
@@ -119,7 +122,7 @@ def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
             print(f"{model_dir} {direction} {split}: BLEU {row['bleu']} "
                   f"chrF {row['chrf']} ({time.time() - start:.0f} s)",
                   file=log, flush=True)
-        wmt = read_wmt22(wmt_dir, direction)
+        wmt = read_wmt22(wmt_dir, direction) if wmt_dir else None
         if wmt is not None:
             lengths = translator.subwords.encode(wmt[0])
             keep = [i for i, ids in enumerate(lengths)
@@ -246,6 +249,18 @@ def markdown_table(scores):
     return "\n".join(lines)
 
 
+def compare_with_shipped(name, scores, log=sys.stdout):
+    """Prints a partial evaluation next to the shipped `scores.json`."""
+    from gnmt_tf import pretrained
+
+    shipped = pretrained.describe(name)["scores"].get("sacrebleu", {})
+    for direction, splits in scores["sacrebleu"].items():
+        for split, bleu in splits.items():
+            was = shipped.get(direction, {}).get(split)
+            print(f"{name} {direction} {split}: {bleu:.2f} (shipped "
+                  f"scores.json: {was})", file=log)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("stage", nargs="?", choices=["package"])
@@ -263,20 +278,43 @@ def main(argv=None):
                         "every shipped model)")
     parser.add_argument("--data-dir", default=str(SHARED / "multi30k"))
     parser.add_argument("--wmt22-dir", default=str(SHARED / "wmt22"))
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--length-penalty", type=float, default=0.6)
+    parser.add_argument("--beam-size", type=int,
+                        help="default: 4 (package), the shipped model's "
+                             "(--evaluate-only)")
+    parser.add_argument("--length-penalty", type=float,
+                        help="α; default: 0.6 (package), the shipped "
+                             "model's (--evaluate-only)")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--limit", type=int,
                         help="first N sentences per split (quick checks; "
                              "not written to the results file)")
+    parser.add_argument("--splits", default=",".join(SPLITS),
+                        help="--evaluate-only: comma-separated splits (a "
+                             "quick reproduction: test_2016_flickr); not "
+                             "written to the results file unless all")
+    parser.add_argument("--directions",
+                        help="--evaluate-only: comma-separated directions "
+                             "(default: all the model has)")
+    parser.add_argument("--skip-wmt22", action="store_true",
+                        help="--evaluate-only: leave WMT22 out")
     args = parser.parse_args(argv)
     from gnmt_tf import pretrained
     from gnmt_tf.translator import SearchOptions
 
-    options = SearchOptions(beam_size=args.beam_size,
-                            length_penalty=args.length_penalty)
+    def search_options(shipped=None):
+        """The flags' search settings, else the shipped model's, else
+        beam 4 and α 0.6."""
+        search = (shipped or {}).get("search", {})
+        return SearchOptions(
+            beam_size=args.beam_size or search.get("beam_size", 4),
+            length_penalty=(args.length_penalty
+                            if args.length_penalty is not None
+                            else search.get("length_penalty", 0.6)))
+
+    options = search_options()
     command = "python benchmarks/model_zoo.py " + shlex.join(
         sys.argv[1:] if argv is None else argv)
+    partial = False
     if args.stage == "package":
         if not (args.run_dir and args.name):
             parser.error("package needs RUN_DIR and --name")
@@ -284,10 +322,22 @@ def main(argv=None):
     elif args.evaluate_only:
         names = args.models.split(",") if args.models else pretrained.names()
         all_scores = {}
+        splits = tuple(args.splits.split(","))
+        unknown = set(splits) - set(SPLITS)
+        if unknown:
+            parser.error(f"unknown splits {sorted(unknown)}; known: "
+                         f"{', '.join(SPLITS)}")
+        partial = (args.limit is not None or set(splits) != set(SPLITS)
+                   or args.directions or args.skip_wmt22)
         for name in names:
-            scores = evaluate(name, args.data_dir, args.wmt22_dir, options,
-                              args.batch_size, args.limit)
             shipped = pretrained.describe(name)
+            scores = evaluate(
+                name, args.data_dir,
+                None if args.skip_wmt22 else args.wmt22_dir,
+                search_options(shipped["scores"]),
+                args.batch_size, args.limit, splits=splits,
+                directions=args.directions.split(",") if args.directions
+                else None)
             for key in ("train_hours", "train_steps", "search"):
                 if key in shipped["scores"]:
                     scores[key] = shipped["scores"][key]
@@ -297,7 +347,9 @@ def main(argv=None):
         parser.error("give --evaluate-only or the package stage")
     for name, scores in all_scores.items():
         print(f"\n{name} (BLEU / chrF)\n{markdown_table(scores)}")
-        if args.limit is None:
+        if partial:
+            compare_with_shipped(name, scores)
+        else:
             update_results(name, scores, command)
     return 0
 

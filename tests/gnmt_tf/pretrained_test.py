@@ -64,6 +64,41 @@ def test_every_shipped_model_translates(name):
     assert pretrained.describe(name)["scores"]["sacrebleu"]
 
 
+# The first sentences of test_2016_flickr per direction a shipped model is
+# checked on. Their BLEU must stay within QUALITY_MARGIN of the model's
+# whole-test-set score in scores.json: a wrong weight, vocabulary or task
+# encoding drops it to near zero, while another CPU's float rounding (which
+# can flip a beam's choice here and there) moves 60 sentences by a few points.
+QUALITY_SENTENCES = 60
+QUALITY_MARGIN = 12.0
+
+
+@pytest.mark.parametrize("name", pretrained.names())
+def test_every_shipped_model_keeps_its_measured_quality(name, data_dir):
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation import score_corpus
+
+    translator = Translator.from_model_dir(name)
+    scores = pretrained.describe(name)["scores"]
+    search = scores.get("search", {})
+    options = SearchOptions(beam_size=search.get("beam_size", 4),
+                            length_penalty=search.get("length_penalty", 0.6))
+    names = {t.name for t in translator.model.task_inputs()}
+    for direction in ("en-de", "en-fr"):
+        if direction not in scores["sacrebleu"]:
+            continue
+        src, tgt = direction.split("-")
+        task = ({"src_lang": src, "tgt_lang": tgt,
+                 "tags": translator.model.default_task.get("tags", ())}
+                if "src_lang" in names else {})
+        read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
+            data_dir, "test_2016_flickr", lang))[:QUALITY_SENTENCES]
+        out = translator.translate(read(src), options, 32, **task)
+        bleu = score_corpus(out, read(tgt)).bleu
+        expected = scores["sacrebleu"][direction]["test_2016_flickr"]
+        assert bleu >= expected - QUALITY_MARGIN, (direction, bleu, expected)
+
+
 def test_qat_finetune_starts_from_a_shipped_name(shipped_dir, monkeypatch,
                                                  tmp_path, toy_data_dir):
     from export.qat import qat_finetune
