@@ -249,9 +249,10 @@ class Summary:
 class _Job:
     """One run of `translate_documents` (see there)."""
 
-    def __init__(self, pipeline, output_dir, request, settings, manifest,
-                 force, stream):
-        self.pipeline = pipeline
+    def __init__(self, pipeline, max_bytes, output_dir, request, settings,
+                 manifest, force, stream):
+        self._pipeline = pipeline
+        self._loading = threading.Lock()
         self.output_dir = output_dir
         self.request = dict(request)
         self.settings = canonical(dict(settings))
@@ -259,13 +260,27 @@ class _Job:
         self.force = force
         self.stream = stream
         self.previous = {} if force else read_manifest(self.manifest)
-        self.max_bytes = pipeline.max_bytes
+        self.max_bytes = max_bytes
         self.warnings = _Warnings()
         # Until a document is done again its earlier entry stands, so an
         # interrupted rerun keeps the records of those it did not reach.
         self.entries: Dict[str, dict] = {}
         self.written: Optional[str] = None
         self.last_write = time.monotonic()
+
+    def pipeline(self):
+        """The pipeline, made on first use when given as a function (its
+        errors stop the job: they are no document's fault)."""
+        with self._loading:
+            if isinstance(self._pipeline, BaseException):
+                raise self._pipeline  # another worker's failure
+            if callable(self._pipeline):
+                try:
+                    self._pipeline = self._pipeline()
+                except BaseException as e:
+                    self._pipeline = e
+                    raise
+            return self._pipeline
 
     def process(self, document: Document):
         """`(entry, "translated" | "skipped" | "failed")` of one document."""
@@ -280,10 +295,15 @@ class _Job:
         with self.warnings.collecting() as log:
             try:
                 data = self._read(document, entry)
-                if is_done(self.previous.get(document.name), entry["sha256"],
-                           digest, document.output):
-                    return self.previous[document.name], "skipped"
-                result = self.pipeline.translate_document_detailed(
+            except DOCUMENT_ERRORS as e:
+                entry["message"] = _one_line(e)
+                return entry, "failed"
+            if is_done(self.previous.get(document.name), entry["sha256"],
+                       digest, document.output):
+                return self.previous[document.name], "skipped"
+            pipeline = self.pipeline()
+            try:
+                result = pipeline.translate_document_detailed(
                     data, format=document.format, **self.request)
                 write_atomic(document.output, result.output)
             except DOCUMENT_ERRORS as e:
@@ -328,6 +348,8 @@ class _Job:
                     self.written = f.read()
             except (OSError, ValueError):
                 self.written = ""
+        if not self.entries and not self.written:
+            return  # stopped before any document: nothing to record
         if text != self.written:
             write_atomic(self.manifest, text.encode("utf-8"))
             self.written = text
@@ -350,12 +372,15 @@ def _one_line(error: BaseException) -> str:
 def translate_documents(pipeline, documents: Sequence[Document],
                         output_dir: str, request: dict, settings: dict,
                         manifest: Optional[str] = None, workers: int = 1,
-                        force: bool = False, stream=None) -> Summary:
+                        force: bool = False, stream=None,
+                        max_bytes: Optional[int] = None) -> Summary:
     """Translates `documents` (`plan`) with `pipeline`, resuming an earlier
     run (see the module docstring).
 
     Args:
-      pipeline: a `pipeline.Pipeline` (`gateway.Pipeline`).
+      pipeline: a `pipeline.Pipeline` (`gateway.Pipeline`), or a function
+        of no arguments that makes one, called when the first document
+        needs translating (a rerun with nothing to do loads no model).
       documents: sequence of `Document`.
       output_dir: str. Where the outputs and the manifest go.
       request: dict. `translate_document_detailed`'s keyword arguments
@@ -370,6 +395,9 @@ def translate_documents(pipeline, documents: Sequence[Document],
         model still runs one search at a time).
       force: bool. Translate every document, ignoring the manifest.
       stream: where failures and warnings go, a line each (stderr).
+      max_bytes: int or None. Larger documents fail without being read
+        (default: the pipeline's `max_bytes`, which must then be given as
+        a `Pipeline`).
 
     Returns:
       `Summary`.
@@ -381,9 +409,10 @@ def translate_documents(pipeline, documents: Sequence[Document],
     request = dict(request, tags=tuple(request.get("tags") or ()))
     settings = dict(settings, request={k: v for k, v in request.items()
                                        if k != "glossary"})
-    os.makedirs(output_dir, exist_ok=True)
-    job = _Job(pipeline, output_dir, request, settings, manifest, force,
-               stream or sys.stderr)
+    if max_bytes is None:
+        max_bytes = pipeline.max_bytes
+    job = _Job(pipeline, max_bytes, output_dir, request, settings, manifest,
+               force, stream or sys.stderr)
     job.entries.update((d.name, job.previous[d.name]) for d in documents
                        if d.name in job.previous)
     counts = {"translated": 0, "skipped": 0, "failed": 0}

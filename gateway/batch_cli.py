@@ -132,19 +132,25 @@ def run(args) -> int:
                    tags=[t.strip() for t in (args.tags or "").split(",")
                          if t.strip()])
     max_bytes = int(args.max_document_mb * 1_000_000)
-    nmt = make_pipeline(args, max_bytes, options)
-    settings = {"model": nmt.model_version,
-                "languages": list(nmt.languages),
+    settings = {"model": args.model or f"{args.server}/{args.model_name}",
+                "languages": args.languages,
                 "search": options and dataclasses.asdict(options),
                 "glossary_sha256": args.glossary and _sha256(args.glossary)}
+    loaded = []
+
+    def load():  # only when a document needs translating
+        loaded.append(make_pipeline(args, max_bytes, options))
+        return loaded[0]
+
     try:
         summary = batch.translate_documents(
-            nmt, documents, args.output_dir, request, settings,
-            args.manifest, args.workers, args.force)
+            load, documents, args.output_dir, request, settings,
+            args.manifest, args.workers, args.force, max_bytes=max_bytes)
     finally:
-        close = getattr(nmt.backend, "close", None)
-        if close:
-            close()
+        for nmt in loaded:
+            close = getattr(nmt.backend, "close", None)
+            if close:
+                close()
     print(f"gnmt-tf translate-documents: {len(documents)} documents: "
           f"{summary.translated} translated, {summary.skipped} up to date, "
           f"{summary.failed} failed; manifest {summary.manifest}",

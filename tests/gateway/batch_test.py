@@ -173,6 +173,36 @@ def test_rerun_rewrites_nothing_and_redoes_only_what_changed(
             if k != "sub/b.txt"} == inputs  # inputs never written
 
 
+def test_a_rerun_with_nothing_to_do_loads_no_model(copy, tiny_model_dir,
+                                                  monkeypatch):
+    import gateway.cli
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(gateway.cli, "make_pipeline", refuse)
+    for name in BAD:  # retried on every run, and through the model
+        if name != "big.txt":  # refused before any model
+            (copy / "docs" / name).unlink()
+    code, err = _run(*FLAGS, "--model", tiny_model_dir, *SEARCH_FLAGS)
+    assert code == 3 and "0 translated, 4 up to date, 1 failed" in err[-1]
+
+
+def test_an_unreachable_server_stops_the_job_before_any_output(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("A dog.\n")
+    code = main(["translate-documents", "--input", "docs/*.txt",
+                 "--output-dir", "out", "--tgt-lang", "de", "--server",
+                 "127.0.0.1:1", "--languages", "en,de", "--workers", "2"])
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gnmt-tf translate-documents: error: "
+                          "127.0.0.1:1: UNAVAILABLE") and "\n" not in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_an_output_changed_on_disk_is_redone(copy, tiny_model_dir):
     (copy / "out" / "a.txt").write_bytes(b"edited\n")
     code, err = _run(*FLAGS, "--model", tiny_model_dir, *SEARCH_FLAGS)
