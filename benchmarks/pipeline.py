@@ -514,6 +514,7 @@ def throughput(args, backend):
 def batch(args):
     """docs/s of `gnmt-tf translate-documents` vs a per-document
     `gnmt-tf translate` loop (subprocesses, the same documents)."""
+    import os
     import subprocess
     import tempfile
 
@@ -521,7 +522,7 @@ def batch(args):
     cli = [sys.executable, "-m", "gnmt_tf.cli.main"]
     task = ["--model", args.model_dir, "--src-lang", "de", "--tgt-lang",
             "en", "--tags", "caption", "--beam-size", "1"]
-    env = dict(__import__("os").environ, PYTHONPATH=str(REPO_ROOT))
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
 
     def timed(command):
         t0 = time.perf_counter()
@@ -560,6 +561,7 @@ def batch(args):
         "translate_documents_s": batch_s, "translate_loop_s": loop_s,
         "rerun_all_up_to_date_s": rerun_s,
         "outputs_identical": True,
+        "load_average_1min": round(os.getloadavg()[0], 1),
         "note": "wall clock per command, process start and model load "
                 "included; greedy, de->en, tag caption"}}
 
