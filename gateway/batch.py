@@ -121,26 +121,33 @@ class Document:
 
 def plan(pattern: str, output_dir: str, format: str = "auto",
          manifest: Optional[str] = None) -> List[Document]:
-    """The documents of a job: the files `pattern` matches outside
-    `output_dir`, sorted.
+    """The documents of a job: the files `pattern` matches, sorted, less
+    an earlier run's outputs (files under `output_dir` when it lies below
+    the glob's root folder) and the manifest.
 
     Raises:
-      ValueError: no file matched, a bad format, or an output that would be
-        the manifest.
+      ValueError: no file matched, a bad format, or an output that would
+        be written over an input or the manifest.
     """
     root = input_root(pattern)
     manifest = os.path.realpath(manifest or os.path.join(output_dir,
                                                          MANIFEST_NAME))
+    # An output folder below the root (`docs/out` for `docs/**/*`) holds
+    # what a recursive glob would match on the next run.
+    below = os.path.isdir(output_dir) and not _inside(root, output_dir)
+    paths = [p for p in match_inputs(pattern)
+             if os.path.realpath(p) != manifest
+             and not (below and _inside(p, output_dir))]
+    inputs = {os.path.realpath(p) for p in paths}
     documents = []
-    for path in match_inputs(pattern):
-        if (os.path.isdir(output_dir) and _inside(path, output_dir)
-                or os.path.realpath(path) == manifest):
-            continue  # an earlier run's output or manifest
+    for path in paths:
         name = os.path.relpath(path, root)
         output = os.path.join(output_dir, name)
-        if os.path.realpath(output) == manifest:
-            raise ValueError(f"{path} would be written over the manifest "
-                             f"{manifest}; give --manifest elsewhere")
+        target = os.path.realpath(output)
+        if target == manifest or target in inputs:
+            what = "the manifest" if target == manifest else "an input"
+            raise ValueError(f"{output} would be written over {what}; "
+                             "choose another --output-dir")
         documents.append(Document(path, name, output,
                                   document_format(path, format)))
     if not documents:

@@ -301,5 +301,15 @@ def test_formats_and_what_is_never_an_input(tmp_path):
     assert documents[0].output == str(tmp_path / "out" / "a.HTML")
     assert [d.format for d in batch.plan(f"{tmp_path}/*", "o", "text")] == [
         "text"] * 5
-    with pytest.raises(ValueError, match="over the manifest"):
+    with pytest.raises(ValueError, match="o/d.txt would be written over "
+                                         "the manifest"):
         batch.plan(f"{tmp_path}/d.txt", "o", manifest="o/d.txt")
+    with pytest.raises(ValueError, match="out/f.txt would be written over "
+                                         "an input"):
+        batch.plan(f"{tmp_path}/out/*", str(tmp_path / "out"))
+    # an output folder above the root: its files are inputs
+    (tmp_path / "out" / "docs").mkdir()
+    (tmp_path / "out" / "docs" / "g.txt").write_text("x")
+    assert [d.output for d in batch.plan(f"{tmp_path}/out/docs/*",
+                                         str(tmp_path / "out"))] == [
+        str(tmp_path / "out" / "g.txt")]
