@@ -6,7 +6,9 @@ Each file the input glob matches is one document (format "auto": HTML for
 (atomically, folders created) to the same relative name under the output
 folder; the relative name is taken from the glob's leading folders without
 wildcards (`docs/**/*.html` -> `docs/a/b.html` becomes `OUT/a/b.html`).
-Files under the output folder are never inputs, and no input is written.
+No input is ever written (an output that would replace one is refused),
+and an earlier run's outputs are never inputs (files under the output
+folder when it lies below the glob's root, and the manifest).
 
 The manifest (`OUT/manifest.json` unless given) is the job's record: the
 settings and, per document, its source path, sha256, format, output path

@@ -36,8 +36,8 @@ def register(subparsers) -> None:
                              "output names are relative to its leading "
                              "folders without wildcards")
     parser.add_argument("--output-dir", "-o", required=True, metavar="DIR",
-                        help="where the translations go (created; files "
-                             "under it are never inputs)")
+                        help="where the translations go (created; an "
+                             "earlier run's outputs are never inputs)")
     parser.add_argument("--manifest", metavar="FILE",
                         help="the job's manifest (default: "
                              "DIR/manifest.json)")
