@@ -3,6 +3,7 @@ en->de GNMT model: outputs equal the one-document pipeline's, failures are
 recorded without stopping the job, reruns redo only what changed."""
 
 import contextlib
+import hashlib
 import io
 import json
 import os
@@ -159,7 +160,7 @@ def test_rerun_rewrites_nothing_and_redoes_only_what_changed(
     changed = {k for k in after if after[k] != before[k]}
     assert changed == {"sub/b.txt", "manifest.json"}
     entry = {e["name"]: e for e in _manifest(copy)["documents"]}["sub/b.txt"]
-    assert entry["sha256"] == batch.hashlib.sha256(
+    assert entry["sha256"] == hashlib.sha256(
         b"A small cat eats.").hexdigest()
 
     # other settings (--min-quality): every document again
