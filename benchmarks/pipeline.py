@@ -32,6 +32,12 @@ the command recorded):
 - `throughput_docs_per_s` and `cache_hit_speedup`: plain-text documents of
   test_2016_flickr de sentences translated de->en, first cold (model), then
   again (every sentence a cache hit), side by side in one run.
+- `batch` (section "batch", not in "all"): `--batch-docs` such documents as
+  files, translated de->en by `gnmt-tf translate-documents` (one process)
+  and by a loop of `gnmt-tf translate --format text` (one process a
+  document), each timed end to end (process start and model load
+  included), greedy; the outputs must be identical. Also a rerun of the
+  batch job (every document up to date).
 
 Model: a task-space Transformer model dir (`--model-dir`, 12 Multi30k
 directions, tag `caption`), greedy search; the backend returns
@@ -505,6 +511,61 @@ def throughput(args, backend):
             "cache_hit_docs_per_s": len(documents) / (t2 - t1)}
 
 
+def batch(args):
+    """docs/s of `gnmt-tf translate-documents` vs a per-document
+    `gnmt-tf translate` loop (subprocesses, the same documents)."""
+    import os
+    import subprocess
+    import tempfile
+
+    sentences = read(args.data_dir, "test_2016_flickr", "de")
+    cli = [sys.executable, "-m", "gnmt_tf.cli.main"]
+    task = ["--model", args.model_dir, "--src-lang", "de", "--tgt-lang",
+            "en", "--tags", "caption", "--beam-size", "1"]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+
+    def timed(command):
+        t0 = time.perf_counter()
+        subprocess.run(command, check=True, env=env,
+                       stderr=subprocess.DEVNULL)
+        return time.perf_counter() - t0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = pathlib.Path(tmp)
+        (folder / "docs").mkdir()
+        for d in range(args.batch_docs):
+            s = sentences[10 * d:10 * d + 10]
+            (folder / "docs" / f"{d:03d}.txt").write_text(
+                " ".join(s[:5]) + "\n\n" + " ".join(s[5:]) + "\n",
+                encoding="utf-8")
+        job = [*cli, "translate-documents", "--input",
+               str(folder / "docs" / "*.txt"), "--output-dir",
+               str(folder / "batch"), *task]
+        batch_s = timed(job)
+        rerun_s = timed(job)
+        (folder / "loop").mkdir()
+        loop_s = 0.0
+        for path in sorted((folder / "docs").iterdir()):
+            loop_s += timed([*cli, "translate", "--format", "text", *task,
+                             "--input", str(path), "--output",
+                             str(folder / "loop" / path.name)])
+        for path in sorted((folder / "docs").iterdir()):
+            assert (folder / "batch" / path.name).read_bytes() == (
+                folder / "loop" / path.name).read_bytes(), path.name
+    n = args.batch_docs
+    return {"batch": {
+        "documents": n, "sentences_per_document": 10,
+        "translate_documents_docs_per_s": n / batch_s,
+        "translate_loop_docs_per_s": n / loop_s,
+        "speedup": loop_s / batch_s,
+        "translate_documents_s": batch_s, "translate_loop_s": loop_s,
+        "rerun_all_up_to_date_s": rerun_s,
+        "outputs_identical": True,
+        "load_average_1min": round(os.getloadavg()[0], 1),
+        "note": "wall clock per command, process start and model load "
+                "included; greedy, de->en, tag caption"}}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model-dir", required=True)
@@ -524,6 +585,8 @@ def main(argv=None):
     parser.add_argument("--qe-limit", type=int, default=300,
                         help="sentences of val (fit) and test_2017 (eval)")
     parser.add_argument("--throughput-docs", type=int, default=20)
+    parser.add_argument("--batch-docs", type=int, default=6,
+                        help="documents of the batch section")
     parser.add_argument("--sections", default="all")
     parser.add_argument("--backend", choices=("gateway", "local"),
                         default="gateway",
@@ -538,7 +601,7 @@ def main(argv=None):
     data = json.loads(out.read_text()) if out.exists() else {}
     started = time.time()
     backend = None
-    if set(sections) - {"lid", "split"}:
+    if set(sections) - {"lid", "split", "batch"}:
         backend = _backend(args)
     from pipeline.pipeline import Pipeline
     from pipeline.cache import TranslationCache
@@ -561,6 +624,8 @@ def main(argv=None):
             data.update(quality(args, backend))
         elif name == "throughput":
             data.update(throughput(args, backend))
+        elif name == "batch":
+            data.update(batch(args))
         seconds[name] = round(time.time() - t, 1)
         print(f"{name}: {seconds[name]} s", file=sys.stderr, flush=True)
         _write(out, data, args, seconds, started, argv)
@@ -605,7 +670,8 @@ def _summary(data):
     print(json.dumps({k: v for k, v in data.items()
                       if not isinstance(v, dict) or k in (
                           "sentence_split_exact",
-                          "wmt22_placeholder_preservation")}, indent=1))
+                          "wmt22_placeholder_preservation", "batch")},
+                     indent=1))
 
 
 if __name__ == "__main__":

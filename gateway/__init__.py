@@ -13,6 +13,8 @@ lives" in docs/design.md):
   `POST /v1/translate`, `GET /v1/languages`, `GET /healthz`;
 - `gateway.cli`: `gnmt-tf gateway`, and the document mode of
   `gnmt-tf translate` (`--format`, `--src-lang auto`, ...).
+- `gateway.batch` / `gateway.batch_cli`: `gnmt-tf translate-documents`,
+  a resumable batch job over many documents with a manifest.
 
 Example:
 ```python

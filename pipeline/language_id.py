@@ -114,13 +114,17 @@ class LanguageDetector:
 
     def detect(self, text: str) -> Detection:
         """The most likely supported language of `text` (its first
-        `MAX_DETECTION_CHARS` characters) and the confidence."""
+        `MAX_DETECTION_CHARS` characters) and the confidence;
+        `UNDETERMINED` when it has no letters or is in none of the
+        supported languages' scripts (Cyrillic among en, de)."""
         text = text[:MAX_DETECTION_CHARS]
         if not any(c.isalpha() for c in text):
             return Detection(UNDETERMINED, 0.0)
         if self._detector is None:
             return Detection(self.languages[0], 1.0)
         best = self._detector.compute_language_confidence_values(text)[0]
+        if best.value == 0:  # lingua ruled every language out (the script)
+            return Detection(UNDETERMINED, 0.0)
         return Detection(best.language.iso_code_639_1.name.lower(),
                          best.value)
 

@@ -18,7 +18,8 @@ CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
                  "gnmt_tf.cli.evaluate",
                  "gnmt_tf.cli.quickstart", "gnmt_tf.cli.average",
                  "gnmt_tf.cli.models", "gnmt_tf.cli.plot", "gnmt_tf.cli.lm")
-PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "gateway.cli", "pipeline.cli",
+PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "gateway.cli",
+                   "gateway.batch_cli", "pipeline.cli",
                    "serving.cli", "task_space.cli")
 
 __all__ = ["UsageError", "build_parser", "main"]

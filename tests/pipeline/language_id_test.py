@@ -4,6 +4,7 @@ import time
 import pytest
 
 from pipeline.language_id import UNDETERMINED
+from pipeline.language_id import Detection
 from pipeline.language_id import LanguageDetector
 from pipeline.language_id import UnsupportedLanguageError
 from pipeline.language_id import check_language
@@ -41,6 +42,11 @@ def test_built_once(detector):
 def test_nothing_to_go_on(detector):
     for text in ["", "  ", "123 456", "!!!"]:
         assert detector.detect(text).language == UNDETERMINED
+
+
+def test_a_script_of_none_of_the_languages_is_undetermined(detector):
+    for text in ["Собака бежит по парку.", "这是一个测试。"]:
+        assert detector.detect(text) == Detection(UNDETERMINED, 0.0)
 
 
 def test_mixed_language_per_sentence_and_spans(detector):
