@@ -37,8 +37,14 @@ class UnsupportedLanguageError(ValueError):
     def __init__(self, code: str, supported: Iterable[str]):
         self.code = code
         self.supported = tuple(sorted(supported))
-        super().__init__(f"unsupported language {code!r}; supported: "
-                         f"{', '.join(self.supported)}")
+        if code == UNDETERMINED:
+            super().__init__(
+                f"unsupported language {code!r}: the text is in none of the "
+                f"supported languages ({', '.join(self.supported)}), or has "
+                f"no letters")
+        else:
+            super().__init__(f"unsupported language {code!r}; supported: "
+                             f"{', '.join(self.supported)}")
 
 
 def check_language(code: str, supported: Iterable[str]) -> str:

@@ -31,7 +31,8 @@ GOOD = {
 BAD = {
     "bad.txt": (b"A big dog \xff runs.\n", "line 1: invalid utf-8"),
     "russian.txt": ("Собака бежит по парку.\n".encode(),
-                    "unsupported language 'und'; supported: de, en"),
+                    "unsupported language 'und': the text is in none of the "
+                    "supported languages (de, en)"),
     "broken.xhtml": (b'<?xml version="1.0" encoding="utf-8"?>\n<html '
                      b'xmlns="http://www.w3.org/1999/xhtml"><body><p>A dog '
                      b'runs.</body></html>\n', "line 2: "),
