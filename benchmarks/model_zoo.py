@@ -175,6 +175,7 @@ def package(args, options, command):
                       args.batch_size)
     scores["train_hours"] = round(progress.get("train_seconds", 0) / 3600, 2)
     scores["train_steps"] = progress.get("step")
+    scores["train_target_tokens"] = progress.get("target_tokens")
     scores["size_mb"] = pretrained.size_mb(target)
     scores["search"] = dataclasses.asdict(options)
     write_text_atomic(target / pretrained.SCORES_FILE,
@@ -197,7 +198,9 @@ terms apply (research use; the images' Flickr terms). No other data.
 - Command: `{train_command}`
 - Packaged with: `{package_command}` (the mean of the last {last}
   checkpoints, stored in float16).
-- Hardware: {hardware}; {train_hours} h of training, {train_steps} steps.
+- Hardware: {hardware}; {train_hours} h of training (wall time, resumed
+  across sessions, at times sharing the cores with other jobs),
+  {train_steps} steps, {target_tokens} M target tokens.
 
 ## Scores (sacreBLEU / chrF, cased, detokenised)
 Search: beam {beam_size}, length penalty α {length_penalty}.
@@ -231,6 +234,8 @@ def write_card(target, name, description, scores, args, command):
         package_command=command, last=args.last,
         hardware=f"{os.cpu_count()} CPU cores ({cpu_name()})",
         train_hours=scores["train_hours"], train_steps=scores["train_steps"],
+        target_tokens=round((scores.get("train_target_tokens") or 0) / 1e6,
+                            1),
         beam_size=scores["search"]["beam_size"],
         length_penalty=scores["search"]["length_penalty"],
         signature=scores["signatures"].get("bleu", "")))
