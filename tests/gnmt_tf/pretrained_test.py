@@ -99,6 +99,31 @@ def test_every_shipped_model_keeps_its_measured_quality(name, data_dir):
         assert bleu >= expected - QUALITY_MARGIN, (direction, bleu, expected)
 
 
+@pytest.mark.parametrize("name", pretrained.names())
+def test_cli_lists_and_translates_by_name(name, tmp_path, capsys):
+    from gnmt_tf.cli.main import main
+
+    assert main(["models"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines()
+              if line.startswith(name + " ")]
+    assert len(listed) == 1
+    translator = Translator.from_model_dir(name)
+    names = {t.name for t in translator.model.task_inputs()}
+    task_flags, task = [], {}
+    if "src_lang" in names:
+        task = {"src_lang": "en", "tgt_lang": "de", "tags": ("caption",)}
+        task_flags = ["--src-lang", "en", "--tgt-lang", "de", "--tags",
+                      "caption"]
+    sources = ["A dog runs on the beach.", "Two men play football."]
+    (tmp_path / "src.txt").write_text("\n".join(sources) + "\n")
+    assert main(["translate", "--model", name, "--beam-size", "4",
+                 "--input", str(tmp_path / "src.txt"), "--output",
+                 str(tmp_path / "hyp.txt"), *task_flags]) == 0
+    expected = translator.translate(sources, SearchOptions(beam_size=4),
+                                    **task)
+    assert (tmp_path / "hyp.txt").read_text().splitlines() == expected
+
+
 def test_qat_finetune_starts_from_a_shipped_name(shipped_dir, monkeypatch,
                                                  tmp_path, toy_data_dir):
     from export.qat import qat_finetune
