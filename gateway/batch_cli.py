@@ -103,23 +103,14 @@ def run(args) -> int:
 
     from gateway import batch
     from gateway.cli import make_pipeline
+    from gateway.cli import model_search_options
     from gateway.cli import pipeline_options
-    from gnmt_tf.cli.translate import given_search_flags
     from pipeline.pipeline import Pipeline
 
     if bool(args.model) == bool(args.server):
         raise ValueError("give --model DIR or --server HOST:PORT (one of "
                          "them)")
-    options = None
-    if args.model:
-        from gnmt_tf.cli.translate import search_options
-
-        options = search_options(args)
-        if options.num_hypotheses > 1:
-            raise ValueError("--n-best > 1 cannot be used with documents")
-    elif given_search_flags(args):
-        raise ValueError("search flags need --model: a served model "
-                         "searches with its export's options")
+    options = model_search_options(args, "documents")
     if args.server and not args.languages:
         if args.src_lang == "auto":
             raise ValueError("--server with --src-lang auto needs "

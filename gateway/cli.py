@@ -104,6 +104,26 @@ def make_pipeline(args, max_bytes=None, search_options=None):
                                    languages, cache_mb=cache_mb, **kwargs)
 
 
+def model_search_options(args, used_with: str):
+    """The search flags' `SearchOptions` with --model, None with --server.
+
+    Raises:
+      ValueError: an n-best list asked for (`used_with` says where it cannot
+        be used), or search flags given with --server.
+    """
+    from gnmt_tf.cli.translate import given_search_flags, search_options
+
+    if args.model:
+        options = search_options(args)
+        if options.num_hypotheses > 1:
+            raise ValueError(f"--n-best > 1 cannot be used with {used_with}")
+        return options
+    if given_search_flags(args):
+        raise ValueError("search flags need --model: a served model "
+                         "searches with its export's options")
+    return None
+
+
 def run(args) -> int:
     """Runs the gateway until SIGINT / SIGTERM."""
     import signal
@@ -111,16 +131,7 @@ def run(args) -> int:
 
     from gateway.service import GatewayServer
 
-    from gnmt_tf.cli.translate import given_search_flags, search_options
-
-    options = None
-    if args.model:
-        options = search_options(args)
-        if options.num_hypotheses > 1:
-            raise ValueError("--n-best > 1 cannot be used with the gateway")
-    elif given_search_flags(args):
-        raise ValueError("search flags need --model: a served model "
-                         "searches with its export's options")
+    options = model_search_options(args, "the gateway")
     max_bytes = int(args.max_document_mb * 1_000_000)
     pipeline = make_pipeline(args, max_bytes, options)
     server = GatewayServer(pipeline, args.host, args.port)
