@@ -17,6 +17,7 @@ EXIT_SOME_FAILED = 3
 
 
 def register(subparsers) -> None:
+    from gateway.cli import add_backend_arguments
     from gnmt_tf.cli.arg_types import positive_float, positive_int
     from gnmt_tf.cli.arg_types import probability
     from gnmt_tf.cli.translate import add_search_arguments
@@ -41,13 +42,7 @@ def register(subparsers) -> None:
     parser.add_argument("--manifest", metavar="FILE",
                         help="the job's manifest (default: "
                              "DIR/manifest.json)")
-    parser.add_argument("--model", help="trained model directory or shipped "
-                        "model name, run in this process")
-    parser.add_argument("--server", metavar="HOST:PORT",
-                        help="translate through this TF Serving / gnmt-tf "
-                             "serve gRPC endpoint instead")
-    parser.add_argument("--model_name", "--model-name", dest="model_name",
-                        default="gnmt", help="served model name (--server)")
+    add_backend_arguments(parser)
     parser.add_argument("--languages", metavar="CODES",
                         help="comma-separated codes the model knows (with "
                              "--server; default: --src-lang,--tgt-lang)")

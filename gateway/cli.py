@@ -20,13 +20,7 @@ def register(subparsers) -> None:
         description="Serves POST /v1/translate, GET /v1/languages and GET "
                     "/healthz (see gateway.service) over a model run in "
                     "this process (--model) or a gRPC server (--server).")
-    parser.add_argument("--model", help="trained model directory or shipped "
-                        "model name, run in this process")
-    parser.add_argument("--server", metavar="HOST:PORT",
-                        help="translate through this TF Serving / gnmt-tf "
-                             "serve gRPC endpoint instead")
-    parser.add_argument("--model-name", "--model_name", dest="model_name",
-                        default="gnmt", help="served model name (--server)")
+    add_backend_arguments(parser)
     parser.add_argument(
         "--languages", help="comma-separated codes the model knows (needed "
         "with --server: a served model does not say; SRC,TGT for a "
@@ -45,6 +39,18 @@ def register(subparsers) -> None:
                         help="sentences per search call (--model)")
     add_search_arguments(parser)  # --model's search (a server's is its own)
     parser.set_defaults(func=run)
+
+
+def add_backend_arguments(parser) -> None:
+    """--model, --server and --model-name: where the pipeline's model
+    runs (used by `gnmt-tf gateway` and `gnmt-tf translate-documents`)."""
+    parser.add_argument("--model", help="trained model directory or shipped "
+                        "model name, run in this process")
+    parser.add_argument("--server", metavar="HOST:PORT",
+                        help="translate through this TF Serving / gnmt-tf "
+                             "serve gRPC endpoint instead")
+    parser.add_argument("--model-name", "--model_name", dest="model_name",
+                        default="gnmt", help="served model name (--server)")
 
 
 def _port(text: str) -> int:

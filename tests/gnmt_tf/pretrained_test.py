@@ -1,6 +1,7 @@
 """Shipped models: names resolve wherever a model directory is accepted,
 and every model shipped in `gnmt_tf/pretrained/` loads and translates."""
 
+import functools
 import json
 
 import pytest
@@ -49,9 +50,15 @@ def test_a_local_directory_wins_over_a_name(shipped_dir, monkeypatch,
         load_model("tiny-en-de")  # the empty local folder, not the shipped
 
 
+@functools.lru_cache(maxsize=None)
+def shipped_translator(name):
+    """One loaded `Translator` per shipped model for this module's tests."""
+    return Translator.from_model_dir(name)
+
+
 @pytest.mark.parametrize("name", pretrained.names())
 def test_every_shipped_model_translates(name):
-    translator = Translator.from_model_dir(name)
+    translator = shipped_translator(name)
     model = translator.model
     task = {}
     names = {t.name for t in model.task_inputs()}
@@ -78,7 +85,7 @@ def test_every_shipped_model_keeps_its_measured_quality(name, data_dir):
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation import score_corpus
 
-    translator = Translator.from_model_dir(name)
+    translator = shipped_translator(name)
     scores = pretrained.describe(name)["scores"]
     search = scores.get("search", {})
     options = SearchOptions(beam_size=search.get("beam_size", 4),
@@ -107,7 +114,7 @@ def test_cli_lists_and_translates_by_name(name, tmp_path, capsys):
     listed = [line for line in capsys.readouterr().out.splitlines()
               if line.startswith(name + " ")]
     assert len(listed) == 1
-    translator = Translator.from_model_dir(name)
+    translator = shipped_translator(name)
     names = {t.name for t in translator.model.task_inputs()}
     task_flags, task = [], {}
     if "src_lang" in names:
