@@ -54,8 +54,16 @@ def subword_links(source_pieces: Sequence[str], target_pieces: Sequence[str],
     The pieces must come from the space-joined words (`" ".join(words)`),
     so that SentencePiece's word starts are the words.
     """
-    source_words = word_index_of_pieces(source_pieces)
-    target_words = word_index_of_pieces(target_pieces)
+    return links_of_word_indices(word_index_of_pieces(source_pieces),
+                                 word_index_of_pieces(target_pieces),
+                                 word_links)
+
+
+def links_of_word_indices(source_words: Sequence[int],
+                          target_words: Sequence[int],
+                          word_links: Iterable[Link]) -> List[Link]:
+    """Word links `(i, j)` -> subword links `(s, t)`, given the word index
+    of each source and target subword (-1: of no word, never linked)."""
     by_source, by_target = {}, {}
     for s, i in enumerate(source_words):
         by_source.setdefault(i, []).append(s)
@@ -175,6 +183,10 @@ class AlignedTranslationModel(keras.Model):
         alignment_weight: float. Weight of the alignment loss in the total.
         stop_gradient: bool. Cut the alignment loss's gradient into the
             attention (see the module docstring).
+        freeze_translation_model: bool. Train the head only: the wrapped
+            model is not trainable and always runs in inference mode (no
+            dropout), so the head learns the attention it will read at
+            translation time (`alignment.head_training`).
         negative_ratio, label_rate, positive_weight, mine_hard_negatives:
             the loss's sampling (see `alignment.conv_alignment_head`).
         **kwargs: passed to `keras.Model`.
@@ -204,9 +216,13 @@ class AlignedTranslationModel(keras.Model):
 
     def __init__(self, translation_model, head=None, alignment_weight=1.0,
                  stop_gradient=True, negative_ratio=3.0, label_rate=0.9,
-                 positive_weight=1.0, mine_hard_negatives=True, **kwargs):
+                 positive_weight=1.0, mine_hard_negatives=True,
+                 freeze_translation_model=False, **kwargs):
         super().__init__(**kwargs)
         self.translation_model = translation_model
+        self.freeze_translation_model = bool(freeze_translation_model)
+        if self.freeze_translation_model:
+            translation_model.trainable = False
         self.head = head or ConvAlignmentHead(name="alignment_head")
         self.alignment_weight = alignment_weight
         self.stop_gradient = stop_gradient
@@ -272,9 +288,13 @@ class AlignedTranslationModel(keras.Model):
     def _features(inputs):
         return {k: v for k, v in inputs.items() if k != LINKS_KEY}
 
+    def _translation_training(self, training) -> bool:
+        return bool(training) and not self.freeze_translation_model
+
     def call(self, inputs, training=False, return_attention=False):
         return self.translation_model(self._features(inputs),
-                                      training=training,
+                                      training=self._translation_training(
+                                          training),
                                       return_attention=return_attention)
 
     def masks(self, inputs):
@@ -290,7 +310,9 @@ class AlignedTranslationModel(keras.Model):
         """`(logits, attention, probabilities)`; with `return_logits`, the
         head's logits come fourth."""
         logits, attention = self.translation_model(
-            self._features(inputs), training=training, return_attention=True)
+            self._features(inputs),
+            training=self._translation_training(training),
+            return_attention=True)
         head_input = (tf.stop_gradient(attention) if self.stop_gradient
                       else attention)
         source_mask, target_mask = self.masks(inputs)

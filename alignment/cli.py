@@ -14,6 +14,7 @@ import argparse
 import itertools
 import sys
 
+from alignment import head_cli
 from gnmt_tf.cli.arg_types import number, positive_float, positive_int
 
 _METHODS = ("intersect", "union", "grow-diag", "grow-diag-final",
@@ -63,6 +64,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--output", help="write here instead of stdout")
     parser.set_defaults(func=run)
     _register_lexical_table(subparsers)
+    head_cli.register(subparsers)
     return parser
 
 

@@ -58,6 +58,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
+from alignment import head_files
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.aligned_search import search_with_alignment
 from gnmt_tf.translator import SearchOptions, Translator
@@ -589,7 +590,9 @@ def _load(model_dir, predictors, weights, ensemble_mode):
                   else [str(d) for d in model_dir])
     if (len(model_dirs) == 1 and predictors is None and weights is None
             and ensemble_mode == "loglinear"):
-        model, subwords, payload = model_dir_lib.load_model(model_dirs[0])
+        # With its alignment head, if it has one: the alignment signature
+        # then returns the head's alignment (`gnmt_tf.aligned_search`).
+        model, subwords, payload = head_files.load_model(model_dirs[0])
         return model, subwords, payload, None
     if predictors is not None and "lm" in predictors:
         raise ValueError(

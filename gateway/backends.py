@@ -142,8 +142,9 @@ class ModelBackend:
     def from_model_dir(cls, model_dir, options=None, batch_size: int = 32,
                        languages: Optional[Sequence[str]] = None):
         """Loads a model directory or shipped model name
-        (`gnmt_tf.model_dir.load_model`)."""
-        from gnmt_tf.model_dir import load_model
+        (`alignment.head_files.load_model`: with its alignment head, if
+        the directory has one)."""
+        from alignment.head_files import load_model
         from gnmt_tf.translator import Translator
 
         model, subwords, _ = load_model(model_dir)

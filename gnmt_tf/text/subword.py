@@ -180,6 +180,17 @@ class Subwords:
         return [(p.id, p.surface if p.id == UNK_ID else p.piece)
                 for p in self._sp.EncodeAsProto(sentence).pieces]
 
+    def piece_offsets(self, sentence):
+        """`(begin, end)` UTF-8 byte offsets in `sentence` of the text of
+        each piece of `pieces(sentence)`, its leading whitespace left out
+        (a piece that is only a word boundary gives `begin == end`)."""
+        spans = []
+        for p in self._sp.EncodeAsProto(sentence).pieces:
+            surface = p.surface.encode("utf-8")
+            spans.append((p.begin + len(surface) - len(surface.lstrip()),
+                          p.end))
+        return spans
+
     def decode_pieces(self, pieces) -> str:
         """Pieces -> text; a string that is no piece is kept verbatim."""
         return self._sp.DecodePieces(list(pieces))
