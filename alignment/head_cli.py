@@ -97,6 +97,7 @@ def _read(data_dir, split, lang, limit):
 def run(args) -> int:
     """Runs `gnmt-tf add-alignment-head`; returns the exit status."""
     import pathlib
+    import time
 
     from alignment import head_files, head_training
     from gnmt_tf.model_dir import load_model
@@ -147,8 +148,10 @@ def run(args) -> int:
         print(f"step {step}/{config.steps}  alignment loss {loss:.4f}",
               file=sys.stderr)
 
+    started = time.time()
     aligned = head_training.train_alignment_head(
         model, subwords, examples, config, tags, progress)
+    train_seconds = time.time() - started
     scores = {}
     for direction, part in held_out.items():
         if part:
@@ -163,7 +166,8 @@ def run(args) -> int:
                            "split": args.split, "lines": args.lines,
                            "directions": [f"{s}-{t}" for s, t in directions],
                            "pairs": len(examples), "steps": config.steps,
-                           "max_tokens": config.max_tokens},
+                           "max_tokens": config.max_tokens,
+                           "seconds": round(train_seconds, 1)},
             "scores": {"split": args.score_split, "aer": scores}}
     head_files.save_model_with_head(aligned, args.model, output, info)
     print(f"wrote {output}", file=sys.stderr)

@@ -56,8 +56,7 @@ import gnmt_tf  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 
-from alignment import symmetrize  # noqa: E402
-from alignment.fast_align import FastAlign  # noqa: E402
+from alignment.head_training import corpus_links  # noqa: E402
 from alignment.placeholders import (PLACEHOLDER_TOKENS,  # noqa: E402
                                     PLACEHOLDER_TYPES, Masker,
                                     augment_with_alignment, placeholder)
@@ -83,14 +82,7 @@ def read(data_dir, split, lang, limit=None):
 
 def fast_align_links(pairs):
     """grow-diag-final-and links `(i, j)` of token-list pairs."""
-    lowered = [([w.lower() for w in s], [w.lower() for w in t])
-               for s, t in pairs]
-    options = dict(favor_diagonal=True, optimize_tension=True,
-                   variational_bayes=True)
-    forward = FastAlign(**options).fit_align(lowered)
-    reverse = FastAlign(reverse=True, **options).fit_align(lowered)
-    return symmetrize.symmetrize_corpus(forward, reverse,
-                                        "grow-diag-final-and")
+    return corpus_links(pairs)
 
 
 def candidates(source, target, links):

@@ -12,8 +12,8 @@ the first `--tune-sentences` of `val` from `--lm-weights`, and
 `lm_predictor_bleu_delta` holds the test BLEU with and without it (and the
 val BLEU of each weight tried).
 
-    python benchmarks/decoding_predictors.py --model-a A --model-b B \\
-        [--data-dir ../shared/data/multi30k] [--beam-size 4] \\
+    python benchmarks/decoding_predictors.py --model-a A [--model-b B] \\
+        [--tags caption] [--data-dir ../shared/data/multi30k] [--beam-size 4] \\
         [--num-sentences 1000] [--lm-weights 0.1,0.2,0.4] [--note "..."]
 """
 
@@ -48,10 +48,20 @@ def _bleu(hyps, refs):
     return round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
 
 
-def _run(translator, options, sources, refs):
+def _task(model, args):
+    """The task arguments the model takes (a task-space model's direction
+    and tags; none for a model of one direction)."""
+    given = {"src_lang": args.src, "tgt_lang": args.tgt,
+             "tags": [t for t in args.tags.split(",") if t]}
+    names = {t.name for t in model.task_inputs()}
+    return {k: v for k, v in given.items() if k in names}
+
+
+def _run(translator, options, sources, refs, args):
     """`{"bleu", "seconds"}` of one system on `sources`."""
     start = time.perf_counter()
-    hyps = translator.translate(sources, options, batch_size=32)
+    hyps = translator.translate(sources, options, batch_size=32,
+                                **_task(translator.model, args))
     seconds = time.perf_counter() - start
     return {"bleu": _bleu(hyps, refs), "seconds": round(seconds, 1)}
 
@@ -59,12 +69,16 @@ def _run(translator, options, sources, refs):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-a", required=True)
-    parser.add_argument("--model-b", required=True)
+    parser.add_argument("--model-b", default=None,
+                        help="second model of the same vocabulary (without "
+                        "it, only the LM predictor is measured)")
     parser.add_argument("--data-dir",
                         default=str(REPO_ROOT.parent / "shared" / "data"
                                     / "multi30k"))
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
+    parser.add_argument("--tags", default="caption",
+                        help="scene tags, for a model that takes them")
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--num-sentences", type=int, default=None)
     parser.add_argument("--beam-size", type=int, default=4)
@@ -88,27 +102,28 @@ def main(argv=None):
                             length_penalty=args.alpha)
     sources = _lines(args.data_dir, args.split, args.src, args.num_sentences)
     refs = _lines(args.data_dir, args.split, args.tgt, args.num_sentences)
-    models = [args.model_a, args.model_b]
-    systems = {
-        "model_a": (models[:1], None, None, "loglinear"),
-        "model_b": (models[1:], None, None, "loglinear"),
-        "ensemble_loglinear": (models, None, [1.0, 1.0], "loglinear"),
-        "ensemble_average": (models, None, None, "average"),
-    }
+    models = [args.model_a] + ([args.model_b] if args.model_b else [])
+    systems = {"model_a": (models[:1], None, None, "loglinear")}
+    if args.model_b:
+        systems.update({
+            "model_b": (models[1:], None, None, "loglinear"),
+            "ensemble_loglinear": (models, None, [1.0, 1.0], "loglinear"),
+            "ensemble_average": (models, None, None, "average")})
     results = {}
     for name, (dirs, predictors, weights, mode) in systems.items():
         model, subwords = load_predictors(dirs, predictors, weights, None,
                                           mode)
         results[name] = _run(Translator(model, subwords), options, sources,
-                             refs)
+                             refs, args)
         print(name, results[name], flush=True)
-    update_section(args.output, "ensemble", {
-        "models": models, "split": args.split,
-        "direction": f"{args.src}-{args.tgt}", "sentences": len(sources),
-        "beam_size": args.beam_size, "alpha": args.alpha,
-        "bleu": {k: v["bleu"] for k, v in results.items()},
-        "seconds": {k: v["seconds"] for k, v in results.items()},
-        "note": args.note}, command)
+    if args.model_b:
+        update_section(args.output, "ensemble", {
+            "models": models, "split": args.split,
+            "direction": f"{args.src}-{args.tgt}", "sentences": len(sources),
+            "beam_size": args.beam_size, "alpha": args.alpha,
+            "bleu": {k: v["bleu"] for k, v in results.items()},
+            "seconds": {k: v["seconds"] for k, v in results.items()},
+            "note": args.note}, command)
     if args.skip_lm:
         return 0
 
@@ -129,12 +144,13 @@ def main(argv=None):
             model, subwords = load_predictors(models[:1], ["nmt", "lm"],
                                               [1.0, w], arpa)
             tuning[str(w)] = _run(Translator(model, subwords), options,
-                                  tune_src, tune_ref)["bleu"]
+                                  tune_src, tune_ref, args)["bleu"]
             print("val lm weight", w, tuning[str(w)], flush=True)
         best = max(weights, key=lambda w: (tuning[str(w)], -w))
         model, subwords = load_predictors(models[:1], ["nmt", "lm"],
                                           [1.0, best], arpa)
-        with_lm = _run(Translator(model, subwords), options, sources, refs)
+        with_lm = _run(Translator(model, subwords), options, sources, refs,
+                       args)
         print("test with lm", best, with_lm, flush=True)
     update_section(args.output, "lm_predictor_bleu_delta", {
         "model": models[0], "split": args.split,

@@ -16,6 +16,11 @@ the command recorded):
   excepted; inline siblings may be reordered, `..._ordered` counts them in
   order). `html_bleu_delta`: BLEU of the text of the HTML output minus the
   BLEU of the same sentences translated as plain text.
+- `markup_placement`: each inline element's output words against the
+  hull of the output words fast_align links to the words it wrapped in the
+  source (exact-span rate and word F1), for the pipeline as run and, when
+  the model has an alignment head, for the same model aligning by its
+  attention.
 - `wmt22_placeholder_preservation`: WMT22 de-fr and fr-de segments with
   `#NAME#`-style tags (`--wmt22-limit` per direction), masked by
   `HashPlaceholderMasker`: fraction of tags intact in the pipeline output,
@@ -39,12 +44,14 @@ the command recorded):
   included), greedy; the outputs must be identical. Also a rerun of the
   batch job (every document up to date).
 
-Model: a task-space Transformer model dir (`--model-dir`, 12 Multi30k
-directions, tag `caption`), greedy search; the backend returns
-`SentenceResult`s with the length-normalised log-probability and the
-cross-attention of a teacher-forced pass (mean over layers and heads).
+Model: a task-space Transformer (`--model-dir`: a directory or the shipped
+`multi30k-transformer`; 12 Multi30k directions, tag `caption`), greedy
+search; the backend returns `SentenceResult`s with the length-normalised
+log-probability and the alignment of a teacher-forced pass: the model's
+alignment head (`gnmt-tf add-alignment-head`) when it has one, else the
+mean cross-attention over layers and heads.
 
-    python benchmarks/pipeline.py --model-dir /tmp/zoo-snapshot \\
+    python benchmarks/pipeline.py --model-dir multi30k-transformer \\
         --data-dir ../shared/data/multi30k --wmt22-dir ../shared/data/wmt22
 """
 
@@ -294,7 +301,81 @@ def _block_texts(root):
     return texts
 
 
-def html_documents(args, pipeline):
+def _marked_words(block):
+    """The words of a block element (`alignment.head_training.words`), each
+    with the inline elements around it: `[(word, frozenset(keys))]`, a key
+    being `(tag, attributes, n-th such element in the block)`."""
+    from alignment.head_training import words
+
+    found, seen = [], collections.Counter()
+
+    def add(text, marks):
+        found.extend((w, marks) for w in words(text or ""))
+
+    def visit(element, marks):
+        add(element.text, marks)
+        for child in element:
+            if isinstance(child.tag, str):
+                key = (child.tag.split("}")[-1], tuple(sorted(
+                    (k, v) for k, v in child.attrib.items()
+                    if k not in ("alt", "title"))))
+                seen[key] += 1
+                visit(child, marks | {key + (seen[key],)})
+            add(child.tail, marks)
+
+    visit(block, frozenset())
+    return found
+
+
+def _blocks(root):
+    return [e for e in root.iter() if isinstance(e.tag, str)
+            and e.tag.split("}")[-1] in ("p", "li", "h2", "td")]
+
+
+def markup_placement(block_pairs, args):
+    """How well inline markup lands on the words fast_align links to the
+    words it wrapped in the source.
+
+    `block_pairs`: `(source block, output block)` lxml elements. Source and
+    output words are aligned with fast_align (grow-diag-final-and, fit on
+    these pairs + `--align-lines` Multi30k train pairs); an element's
+    reference span is the hull of the output words linked to its source
+    words (elements with no linked word are not judged). Returns the
+    fraction of elements placed exactly on that span and the mean word F1.
+    """
+    from alignment.head_training import corpus_links, words
+
+    marked = [(_marked_words(s), _marked_words(o)) for s, o in block_pairs]
+    train = [(words(s), words(t)) for s, t in zip(
+        read(args.data_dir, "train", "en", args.align_lines),
+        read(args.data_dir, "train", "de", args.align_lines))]
+    pairs = [([w for w, _ in s], [w for w, _ in o]) for s, o in marked]
+    links = corpus_links(pairs + train)[:len(pairs)]
+    exact = judged = unjudged = 0
+    f1 = 0.0
+    for (source, output), sentence_links in zip(marked, links):
+        keys = {k for _, marks in source for k in marks}
+        for key in keys:
+            wrapped = {i for i, (_, m) in enumerate(source) if key in m}
+            linked = {j for i, j in sentence_links if i in wrapped}
+            if not wrapped:
+                continue  # an empty element (img): nothing to place
+            if not linked:
+                unjudged += 1
+                continue
+            reference = set(range(min(linked), max(linked) + 1))
+            placed = {j for j, (_, m) in enumerate(output) if key in m}
+            judged += 1
+            exact += placed == reference
+            f1 += 2 * len(placed & reference) / (len(placed)
+                                                 + len(reference))
+    return {"exact": exact / max(judged, 1), "word_f1": f1 / max(judged, 1),
+            "elements": judged, "unjudged_no_link": unjudged}
+
+
+def html_documents(args, pipeline, attention_pipeline=None):
+    """The HTML figures; with `attention_pipeline` (the same model aligning
+    by its attention instead of its head), markup placement by both."""
     import sacrebleu
 
     sources = read(args.data_dir, "test_2016_flickr", "en", args.html_limit)
@@ -304,6 +385,7 @@ def html_documents(args, pipeline):
              for s in sources]
     preserved = ordered = 0
     html_out, html_refs, repairs = [], [], collections.Counter()
+    block_pairs = {"main": [], "attention": []}
     documents = 0
     for start in range(0, len(sources), 4):
         xhtml = documents % 2 == 1
@@ -319,8 +401,18 @@ def html_documents(args, pipeline):
                                                             False)
             ordered += _tree(source_root, True) == _tree(output_root, True)
             texts = _block_texts(output_root)
+            if len(_blocks(output_root)) == len(_blocks(source_root)):
+                block_pairs["main"] += zip(_blocks(source_root),
+                                           _blocks(output_root))
         else:
             texts = [""] * len(group)
+        if attention_pipeline is not None:
+            other = _parse(attention_pipeline.translate_document(
+                document, "en", "de", ["caption"], format="html"), xhtml)[0]
+            if other is not None and len(_blocks(other)) == len(
+                    _blocks(source_root)):
+                block_pairs["attention"] += zip(_blocks(source_root),
+                                                _blocks(other))
         html_out += texts[:len(group)] + [""] * (len(group) - len(texts))
         html_refs += references[start:start + 4]
         documents += 1
@@ -358,7 +450,12 @@ def html_documents(args, pipeline):
             "html_documents": documents,
             "html_bleu_delta": html_bleu - plain_bleu,
             "html_bleu": html_bleu, "plain_bleu": plain_bleu,
-            "html_markup_repairs": repairs.get("markup", 0)}
+            "html_markup_repairs": repairs.get("markup", 0),
+            "markup_placement": {
+                name: markup_placement(pairs, args)
+                for name, pairs in (("pipeline", block_pairs["main"]),
+                                    ("attention", block_pairs["attention"]))
+                if pairs}}
 
 
 def wmt22(args, backend):
@@ -607,6 +704,14 @@ def main(argv=None):
     from pipeline.cache import TranslationCache
 
     shared = Pipeline(backend, LANGUAGES, cache=TranslationCache(50))
+    attention = _attention_backend(backend)
+    attention_pipeline = (Pipeline(attention, LANGUAGES)
+                          if attention is not None else None)
+    args.alignment_note = (
+        "ConvAlignmentHead (alignment_head.json of the model dir; "
+        "markup_placement.attention: the same model's mean cross-attention)"
+        if attention is not None else
+        "teacher-forced cross-attention, mean over layers and heads")
     seconds = {}
     for name in sections:
         t = time.time()
@@ -615,7 +720,7 @@ def main(argv=None):
         elif name == "split":
             data.update(sentence_split(args))
         elif name == "html":
-            data.update(html_documents(args, shared))
+            data.update(html_documents(args, shared, attention_pipeline))
         elif name == "wmt22":
             data.update(wmt22(args, backend))
         elif name == "glossary":
@@ -644,6 +749,21 @@ def _backend(args):
                                          SearchOptions(beam_size=1), 32)
 
 
+def _attention_backend(backend):
+    """The same model aligning by its cross-attention, when `backend`'s
+    model aligns by an alignment head (else None)."""
+    model = getattr(backend, "model", None)
+    if not hasattr(model, "translation_model"):
+        return None
+    from gateway.backends import ModelBackend as GatewayBackend
+    from gnmt_tf.translator import Translator
+
+    translator = Translator(model.translation_model,
+                            backend.translator.subwords)
+    return GatewayBackend(translator, backend.options, backend.batch_size,
+                          backend.languages)
+
+
 def _write(out, data, args, seconds, started, argv):
     """Writes the figures so far (after every section: a failing section
     keeps the others')."""
@@ -653,8 +773,7 @@ def _write(out, data, args, seconds, started, argv):
                                  if args.backend == "gateway" else
                                  "benchmarks/pipeline.py ModelBackend"),
                      "search": "greedy",
-                     "alignment": "teacher-forced cross-attention, mean "
-                                  "over layers and heads"}
+                     "alignment": getattr(args, "alignment_note", "")}
     data["seconds"] = dict(data.get("seconds", {}), **seconds)
     data["wall_seconds_this_run"] = round(time.time() - started, 1)
     command = _benchmark("results_file").command_line("pipeline.py", argv)

@@ -141,3 +141,31 @@ def test_qat_finetune_starts_from_a_shipped_name(shipped_dir, monkeypatch,
     assert (tmp_path / "qat" / "spm.model").read_bytes() == (
         shipped_dir / "tiny-en-de" / "spm.model").read_bytes()
     assert list((tmp_path / "qat" / "checkpoints").glob("ckpt-2.index"))
+
+
+@pytest.mark.parametrize("name", [n for n in pretrained.names()
+                                  if (pretrained.locate(n)
+                                      / "alignment_head.json").exists()])
+def test_a_shipped_alignment_head_aligns_better_than_attention(name,
+                                                               data_dir):
+    """Against fast_align links of held-out test_2016_flickr pairs, the
+    shipped head's alignment error is below its model's raw attention's
+    (as `alignment_head.json` records for the whole split)."""
+    from alignment import head_files, head_training
+    from gnmt_tf.data import corpus
+
+    def read(split, lang, count):
+        return corpus.read_lines(corpus.split_path(data_dir, split,
+                                                   lang))[:count]
+
+    src, tgt = "en", "de"
+    held_out = 40
+    examples = head_training.make_examples(
+        src, tgt, read("test_2016_flickr", src, held_out)
+        + read("train", src, 3000),
+        read("test_2016_flickr", tgt, held_out) + read("train", tgt, 3000))
+    model, subwords, _ = head_files.load_model(name)
+    tags = model.default_task.get("tags", ())
+    scores = head_training.score_head(model, subwords, examples[:held_out],
+                                      tags)
+    assert scores["aer_head"] < scores["aer_attention_argmax"], scores
