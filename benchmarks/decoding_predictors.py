@@ -7,10 +7,12 @@ log-linear, weights 1,1, and probability averaging), all with the same beam
 search; `ensemble` in `benchmarks/results/decoding.json` holds the BLEU of
 each (sacreBLEU, detokenised). Then a 4-gram LM over the first model's
 pieces is estimated on the Multi30k train target side (`gnmt_tf.lm.arpa`)
-and added to the first model as an ``lm`` predictor; its weight is chosen on
-the first `--tune-sentences` of `val` from `--lm-weights`, and
-`lm_predictor_bleu_delta` holds the test BLEU with and without it (and the
-val BLEU of each weight tried).
+and added to the first model as an ``lm`` predictor, with a ``wc``
+word-count bonus to make up for the LM's pull towards short outputs; the
+weights are chosen on the first `--tune-sentences` of `val` from
+`--lm-weights` x `--wc-weights` (and LM off), and `lm_predictor_bleu_delta`
+holds the test BLEU of the chosen setting and of the best one with the LM
+on (and the val BLEU of each setting tried).
 
     python benchmarks/decoding_predictors.py --model-a A [--model-b B] \\
         [--tags caption] [--data-dir ../shared/data/multi30k] [--beam-size 4] \\
@@ -85,6 +87,9 @@ def main(argv=None):
     parser.add_argument("--alpha", type=float, default=0.6)
     parser.add_argument("--lm-order", type=int, default=4)
     parser.add_argument("--lm-weights", default="0.1,0.2,0.4")
+    parser.add_argument("--wc-weights", default="0",
+                        help="word-count bonus weights tried with each LM "
+                        "weight (SGNMT's length compensation)")
     parser.add_argument("--tune-sentences", type=int, default=200)
     parser.add_argument("--skip-lm", action="store_true")
     parser.add_argument("--note", default="")
@@ -138,20 +143,34 @@ def main(argv=None):
         print("LM", sizes, lm_seconds, "s", flush=True)
         tune_src = _lines(args.data_dir, "val", args.src, args.tune_sentences)
         tune_ref = _lines(args.data_dir, "val", args.tgt, args.tune_sentences)
-        weights = [0.0] + [float(w) for w in args.lm_weights.split(",")]
+        grid = [(0.0, 0.0)] + [
+            (float(lm), float(wc)) for lm in args.lm_weights.split(",")
+            for wc in args.wc_weights.split(",")]
+
+        def system(lm, wc):
+            names, weights = ["nmt", "lm"], [1.0, lm]
+            if wc:
+                names, weights = names + ["wc"], weights + [wc]
+            model, subwords = load_predictors(models[:1], names, weights,
+                                              arpa)
+            return Translator(model, subwords)
+
+        def key(lm, wc):
+            return f"lm={lm:g},wc={wc:g}"
+
         tuning = {}
-        for w in weights:
-            model, subwords = load_predictors(models[:1], ["nmt", "lm"],
-                                              [1.0, w], arpa)
-            tuning[str(w)] = _run(Translator(model, subwords), options,
-                                  tune_src, tune_ref, args)["bleu"]
-            print("val lm weight", w, tuning[str(w)], flush=True)
-        best = max(weights, key=lambda w: (tuning[str(w)], -w))
-        model, subwords = load_predictors(models[:1], ["nmt", "lm"],
-                                          [1.0, best], arpa)
-        with_lm = _run(Translator(model, subwords), options, sources, refs,
-                       args)
-        print("test with lm", best, with_lm, flush=True)
+        for lm, wc in grid:
+            tuning[key(lm, wc)] = _run(system(lm, wc), options, tune_src,
+                                       tune_ref, args)["bleu"]
+            print("val", key(lm, wc), tuning[key(lm, wc)], flush=True)
+        best = max(grid, key=lambda g: (tuning[key(*g)], -g[0], -g[1]))
+        # With the LM on: the best such setting on val, scored on test even
+        # when the LM is best left off (then `delta` is 0).
+        best_lm = max(grid[1:], key=lambda g: (tuning[key(*g)], -g[0]))
+        with_lm = _run(system(*best_lm), options, sources, refs, args)
+        print("test with", key(*best_lm), with_lm, flush=True)
+    chosen_bleu = (with_lm["bleu"] if best == best_lm
+                   else results["model_a"]["bleu"])
     update_section(args.output, "lm_predictor_bleu_delta", {
         "model": models[0], "split": args.split,
         "direction": f"{args.src}-{args.tgt}", "sentences": len(sources),
@@ -161,10 +180,16 @@ def main(argv=None):
                "estimator": "gnmt_tf.lm.arpa (modified Kneser-Ney)",
                "ngrams": sizes, "estimate_seconds": lm_seconds},
         "val_bleu_by_weight": tuning,
-        "tune_sentences": len(tune_src), "chosen_weight": best,
+        "tune_sentences": len(tune_src), "chosen_weights": key(*best),
         "bleu_without_lm": results["model_a"]["bleu"],
-        "bleu_with_lm": with_lm["bleu"],
-        "delta": round(with_lm["bleu"] - results["model_a"]["bleu"], 2),
+        "bleu_chosen": chosen_bleu,
+        "delta": round(chosen_bleu - results["model_a"]["bleu"], 2),
+        "best_with_lm": {"weights": key(*best_lm),
+                         "val_bleu": tuning[key(*best_lm)],
+                         "test_bleu": with_lm["bleu"],
+                         "test_delta": round(with_lm["bleu"]
+                                             - results["model_a"]["bleu"],
+                                             2)},
         "seconds_without_lm": results["model_a"]["seconds"],
         "seconds_with_lm": with_lm["seconds"],
         "note": args.note}, command)
