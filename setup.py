@@ -107,7 +107,8 @@ setup(
         include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*",
                  "pipeline*", "gateway*"]),
     package_data={"export": ["allowed_ops.txt"],
-                  "gnmt_tf": ["pretrained/*/*"]},
+                  "gnmt_tf": ["pretrained/*/*",
+                              "pretrained/*/tflite_int8/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         **EXTRAS_REQUIRE,

@@ -159,12 +159,14 @@ class HostTranslator:
     @classmethod
     def from_tflite(cls, model_path, vocabulary_path=None, num_threads=None,
                     metadata_path=None):
-        """A translator for a `.tflite` file; its ``spm.model`` and
-        ``model.json`` are read from next to it unless given."""
+        """A translator for a `.tflite` file (or a shipped model's name: its
+        int8 export, `gnmt_tf.pretrained.locate_tflite`); its ``spm.model``
+        and ``model.json`` are read from next to it unless given."""
+        from gnmt_tf.pretrained import locate_tflite
         from gnmt_tf.tflite_runtime import TFLiteRuntime
 
-        return cls(TFLiteRuntime(model_path, num_threads), vocabulary_path,
-                   metadata_path)
+        return cls(TFLiteRuntime(locate_tflite(model_path), num_threads),
+                   vocabulary_path, metadata_path)
 
     @classmethod
     def from_onnx(cls, export_dir, vocabulary_path=None, num_threads=None,

@@ -23,9 +23,12 @@ def run(args):
     if not names:
         print("no shipped models in this installation")
         return 0
-    print(f"{'name':<24} {'type':<24} {'MB':>6}  BLEU test_2016_flickr")
+    print(f"{'name':<24} {'type':<24} {'MB':>6} {'int8 MB':>8}  "
+          "BLEU test_2016_flickr")
     for name in names:
         info = pretrained.describe(name)
-        print(f"{name:<24} {info['model_type']:<24} {info['size_mb']:>6.1f}  "
-              f"{_headline(info['scores'])}")
+        int8 = (f"{info['tflite_int8_mb']:.1f}"
+                if info["tflite_int8_mb"] is not None else "-")
+        print(f"{name:<24} {info['model_type']:<24} {info['size_mb']:>6.1f} "
+              f"{int8:>8}  {_headline(info['scores'])}")
     return 0

@@ -170,7 +170,8 @@ def register(subparsers):
     parser.add_argument(
         "--tflite", metavar="FILE",
         help="translate with an exported .tflite model instead (gnmt-tf "
-             "export tflite; its spm.model and model.json next to it)")
+             "export tflite; its spm.model and model.json next to it), or "
+             "a shipped model's int8 export by the model's name")
     parser.add_argument(
         "--onnx", metavar="DIR",
         help="translate with an ONNX export directory instead (gnmt-tf "

@@ -169,3 +169,69 @@ def test_a_shipped_alignment_head_aligns_better_than_attention(name,
     scores = head_training.score_head(model, subwords, examples[:held_out],
                                       tags)
     assert scores["aer_head"] < scores["aer_attention_argmax"], scores
+
+
+def test_a_shipped_int8_export_is_found_by_name(shipped_dir, monkeypatch,
+                                                model_families, tmp_path,
+                                                toy_corpus, capsys):
+    """`--tflite NAME` and `HostTranslator.from_tflite(NAME)` use the int8
+    TFLite export shipped in `<name>/tflite_int8/`."""
+    import shutil
+
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.host_translator import HostTranslator
+
+    monkeypatch.setattr(pretrained, "PRETRAINED_DIR", shipped_dir)
+    int8_dir = model_families("gnmt").int8_dir
+    assert pretrained.tflite_path("tiny-en-de") is None
+    with pytest.raises(FileNotFoundError, match="shipped: none"):
+        pretrained.locate_tflite("tiny-en-de")
+    target = shipped_dir / "tiny-en-de" / pretrained.TFLITE_DIR
+    shutil.copytree(int8_dir, target)
+    try:
+        assert pretrained.locate_tflite("tiny-en-de") == (
+            target / pretrained.TFLITE_FILE)
+        assert pretrained.describe("tiny-en-de")["tflite_int8_mb"] > 0
+        sources = [en for en, _ in toy_corpus[:3]]
+        expected = HostTranslator.from_tflite(
+            int8_dir / pretrained.TFLITE_FILE).translate(sources,
+                                                         beam_size=2)
+        assert HostTranslator.from_tflite("tiny-en-de").translate(
+            sources, beam_size=2) == expected
+        (tmp_path / "src.txt").write_text("\n".join(sources) + "\n")
+        assert main(["translate", "--tflite", "tiny-en-de", "--beam-size",
+                     "2", "--input", str(tmp_path / "src.txt"), "--output",
+                     str(tmp_path / "hyp.txt")]) == 0
+        assert (tmp_path / "hyp.txt").read_text().splitlines() == expected
+        assert main(["translate", "--tflite", "no-such-model", "--input",
+                     str(tmp_path / "src.txt")]) == 2
+        assert "not a .tflite file" in capsys.readouterr().err
+    finally:
+        shutil.rmtree(target)
+
+
+@pytest.mark.parametrize("name", [n for n in pretrained.names()
+                                  if pretrained.tflite_path(n)])
+def test_every_shipped_int8_export_keeps_its_measured_quality(name,
+                                                              data_dir):
+    """As the float model's check, for its int8 TFLite export (whose own
+    test_2016_flickr BLEU is in `tflite_int8/scores.json`)."""
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation import score_corpus
+    from gnmt_tf.host_translator import HostTranslator
+
+    path = pretrained.tflite_path(name)
+    scores = json.loads((path.parent / pretrained.SCORES_FILE).read_text())
+    translator = HostTranslator.from_tflite(name)
+    src, tgt = scores["direction"].split("-")
+    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
+        data_dir, "test_2016_flickr", lang))[:QUALITY_SENTENCES]
+    task = {}
+    if translator.task_inputs():
+        task = {"src_lang": src, "tgt_lang": tgt,
+                "tags": scores.get("tags", "")}
+    out = translator.translate(read(src), beam_size=scores["beam_size"],
+                               **task)
+    bleu = score_corpus(out, read(tgt)).bleu
+    assert bleu >= scores["test_2016_flickr"] - QUALITY_MARGIN, (bleu,
+                                                                 scores)
