@@ -34,8 +34,12 @@ import tempfile
 import threading
 import time
 
+# The packages before benchmarks/, whose alignment.py and pipeline.py
+# would shadow them (this script runs with benchmarks/ as sys.path[0]).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE))  # after the repository root
 
 from results_file import command_line, write_text_atomic  # noqa: E402
 

@@ -45,6 +45,10 @@ import shlex
 import sys
 import time
 
+# The packages before benchmarks/, whose alignment.py and pipeline.py
+# would shadow them (this script runs with benchmarks/ as sys.path[0]).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
 import gnmt_tf  # noqa: F401
 from gnmt_tf.progress import progress
 

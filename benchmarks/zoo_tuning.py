@@ -19,6 +19,10 @@ import sys
 import tempfile
 import time
 
+# The packages before benchmarks/, whose alignment.py and pipeline.py
+# would shadow them (this script runs with benchmarks/ as sys.path[0]).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
 from results_file import command_line
 
 import model_zoo

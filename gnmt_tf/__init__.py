@@ -19,6 +19,9 @@ import importlib
 import os
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+# oneDNN measured 1.4-1.6x faster for decoding (gnmt_tf.cpu_settings), and
+# TensorFlow leaves it off on some CPUs (AMD Zen 3); the user's value wins.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 # TensorFlow's C++ INFO/WARNING lines drown the CLI output; errors still show.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

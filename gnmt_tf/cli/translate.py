@@ -181,6 +181,12 @@ def register(subparsers):
     parser.add_argument("--output", "-o", help="output file (default: stdout)")
     parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument(
+        "--threads", type=positive_int, default=None, metavar="N",
+        help="CPU threads per op (default with --model: 1 at --batch-size "
+             "1, where it measured 1.26x faster, else TensorFlow's choice, "
+             "see gnmt_tf.cpu_settings; with --tflite/--onnx: the "
+             "runtime's choice)")
+    parser.add_argument(
         "--plot-attention", metavar="DIR",
         help="write attention heatmaps (PNG) of the first sentences here "
              "(with --model; needs matplotlib)")
@@ -536,8 +542,13 @@ def _translate_on_host(args, flag):
     from gnmt_tf.host_translator import HostTranslator
 
     path = getattr(args, flag)
-    translator = (HostTranslator.from_onnx(path) if flag == "onnx"
-                  else HostTranslator.from_tflite(path))
+    # No automatic choice here: the 1-thread gain at batch 1 was measured
+    # for TensorFlow's search; TFLite's host search was faster with 2
+    # (`benchmarks/results/task_space_decode_speed.json`).
+    threads = getattr(args, "threads", None)
+    translator = (HostTranslator.from_onnx(path, num_threads=threads)
+                  if flag == "onnx"
+                  else HostTranslator.from_tflite(path, num_threads=threads))
     task = task_flags.task_arguments(args, translator, path)
     translator.task_arrays(**task)  # a bad task fails before reading input
 
@@ -598,6 +609,9 @@ def run(args):
     if sepbeam_models and options.decoder != "sepbeam":
         raise ValueError("--sepbeam-model needs --decoder sepbeam")
     weights = _sepbeam_weights(args)
+    from gnmt_tf import cpu_settings
+
+    cpu_settings.apply(args.batch_size, getattr(args, "threads", None))
     translator, name = load_translator(args)
     translator.shortlist, translator.unk_replacer = vocabulary_tools(
         args, translator.subwords)
