@@ -19,6 +19,7 @@ fast_align links as labels, and leaves the translation model as it is.
 back; `gnmt-tf add-alignment-head` (`alignment.cli`) runs all of this.
 """
 
+import bisect
 import dataclasses
 import re
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -64,16 +65,14 @@ def word_byte_spans(text: str) -> List[Tuple[int, int]]:
 def piece_word_index(piece_offsets: Sequence[Tuple[int, int]],
                      spans: Sequence[Tuple[int, int]]) -> List[int]:
     """Word index of each subword (-1 for one in no word, such as a bare
-    word-boundary piece): the word whose bytes hold the subword's first."""
+    word-boundary piece): the word whose bytes hold the subword's first.
+    `spans` are in text order (`word_byte_spans`)."""
+    starts = [begin for begin, _ in spans]
     index = []
     for begin, end in piece_offsets:
-        found = -1
-        if end > begin:
-            for k, (word_begin, word_end) in enumerate(spans):
-                if word_begin <= begin < word_end:
-                    found = k
-                    break
-        index.append(found)
+        k = bisect.bisect_right(starts, begin) - 1
+        index.append(k if end > begin and k >= 0 and begin < spans[k][1]
+                     else -1)
     return index
 
 
@@ -143,15 +142,20 @@ def encode_example(model, subwords, example: HeadExample,
     ids = seq2seq_model.task_ids(model, model_task(
         model, example.src_lang, example.tgt_lang, tags))
     prefix = seq2seq_model.prefix_ids(model.source_prefix, ids)
-    source_words = piece_word_index(subwords.piece_offsets(example.source),
-                                    word_byte_spans(example.source))
-    target_words = piece_word_index(subwords.piece_offsets(example.target),
-                                    word_byte_spans(example.target))
-    links = links_of_word_indices(source_words, target_words, example.links)
-    return EncodedExample(
-        tuple(prefix) + tuple(subwords.encode([example.source])[0]),
-        tuple(subwords.encode([example.target])[0]), tuple(links),
-        len(prefix), ids)
+    source_ids, source_offsets = subwords.encode_with_offsets(example.source)
+    target_ids, target_offsets = subwords.encode_with_offsets(example.target)
+    links = links_of_word_indices(
+        piece_word_index(source_offsets, word_byte_spans(example.source)),
+        piece_word_index(target_offsets, word_byte_spans(example.target)),
+        example.links)
+    return EncodedExample(tuple(prefix) + tuple(source_ids),
+                          tuple(target_ids), tuple(links), len(prefix), ids)
+
+
+def _task_columns(model, encoded: Sequence[EncodedExample]) -> dict:
+    """Task ids by input name, one per example (the models' task layout)."""
+    return {t.name: [e.task_ids[t.name] for e in encoded]
+            for t in model.task_inputs()}
 
 
 def encode_examples(model, subwords, examples: Sequence[HeadExample],
@@ -161,12 +165,10 @@ def encode_examples(model, subwords, examples: Sequence[HeadExample],
     from alignment.aligned_model import link_pairs
 
     encoded = [encode_example(model, subwords, e, tags) for e in examples]
-    task_inputs = {t.name: [e.task_ids[t.name] for e in encoded]
-                   for t in model.task_inputs()}
     return ([list(e.source_ids) for e in encoded],
             [list(e.target_ids) for e in encoded],
             [link_pairs(e.links, source_offset=e.prefix_length)
-             for e in encoded], task_inputs)
+             for e in encoded], _task_columns(model, encoded))
 
 
 @dataclasses.dataclass
@@ -202,7 +204,7 @@ def train_alignment_head(model, subwords, examples: Sequence[HeadExample],
         raise ValueError("no sentence pairs to train the alignment head on")
     keras.utils.set_random_seed(config.seed)
     aligned = head_files.wrap_with_head(model, filters=config.filters,
-                             kernel_size=config.kernel_size)
+                                        kernel_size=config.kernel_size)
     source_ids, target_ids, pairs, task_inputs = encode_examples(
         model, subwords, examples, tags)
     train_config = TrainConfig(
@@ -234,11 +236,9 @@ def score_head(aligned, subwords, examples: Sequence[HeadExample],
 
     model = aligned.translation_model
     encoded = [encode_example(model, subwords, e, tags) for e in examples]
-    task_inputs = {t.name: [e.task_ids[t.name] for e in encoded]
-                   for t in model.task_inputs()}
     probabilities, attention = aligned.forced_alignment(
         [e.source_ids for e in encoded], [e.target_ids for e in encoded],
-        task_inputs, batch_size=batch_size)
+        _task_columns(model, encoded), batch_size=batch_size)
     head, argmax = [], []
     for n, e in enumerate(encoded):
         first = e.prefix_length

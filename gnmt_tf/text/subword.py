@@ -180,16 +180,22 @@ class Subwords:
         return [(p.id, p.surface if p.id == UNK_ID else p.piece)
                 for p in self._sp.EncodeAsProto(sentence).pieces]
 
-    def piece_offsets(self, sentence):
-        """`(begin, end)` UTF-8 byte offsets in `sentence` of the text of
-        each piece of `pieces(sentence)`, its leading whitespace left out
-        (a piece that is only a word boundary gives `begin == end`)."""
-        spans = []
+    def encode_with_offsets(self, sentence):
+        """`(ids, offsets)` of one sentence in one pass: its ids (as
+        `encode`) and the `(begin, end)` UTF-8 byte offsets of each piece's
+        text in `sentence`, leading whitespace left out (a piece that is
+        only a word boundary gives `begin == end`)."""
+        ids, spans = [], []
         for p in self._sp.EncodeAsProto(sentence).pieces:
             surface = p.surface.encode("utf-8")
+            ids.append(p.id)
             spans.append((p.begin + len(surface) - len(surface.lstrip()),
                           p.end))
-        return spans
+        return ids, spans
+
+    def piece_offsets(self, sentence):
+        """The offsets of `encode_with_offsets` alone."""
+        return self.encode_with_offsets(sentence)[1]
 
     def decode_pieces(self, pieces) -> str:
         """Pieces -> text; a string that is no piece is kept verbatim."""
