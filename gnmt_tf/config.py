@@ -103,6 +103,9 @@ class TrainConfig:
         sample every N steps (TensorBoard, `metrics.csv`); 0 = never.
       bleu_lines: int. Validation sentences in that sample (per direction
         for a multi-direction model).
+      jit_compile: bool. Compile the training step with XLA. Batches are then
+        padded to their length bucket's boundary, so that XLA compiles one
+        program per bucket instead of one per batch shape.
     """
 
     max_tokens: int = 2048
@@ -122,6 +125,7 @@ class TrainConfig:
     seed: int = 1234
     bleu_every: int = 0
     bleu_lines: int = 100
+    jit_compile: bool = False
 
     def __post_init__(self):
         for name in ("max_tokens", "max_length", "train_steps",

@@ -415,7 +415,7 @@ def encode_examples(examples: TaskExamples, subwords, config,
 
 def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
                       shuffle=True, shuffle_buffer=30000, repeat=True,
-                      seed=None):
+                      seed=None, pad_to_bucket=False):
     """The training `tf.data.Dataset` of mixed-direction batches.
 
     As `gnmt_tf.data.pipeline.make_dataset` (EOS appended to sources, BOS
@@ -455,4 +455,5 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
             len(encoded.tags), -1)[keep],
     })
     return batch_by_length(columns, max_tokens, max_length, shuffle,
-                           shuffle_buffer, repeat, seed)
+                           shuffle_buffer, repeat, seed,
+                           pad_to_bucket=pad_to_bucket)

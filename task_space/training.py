@@ -238,7 +238,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
     dataset = data_lib.make_task_dataset(
         data_lib.encode_examples(train, **encode), train_config.max_tokens,
         train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
-        seed=train_config.seed)
+        seed=train_config.seed, pad_to_bucket=train_config.jit_compile)
     validation = bleu_sample = None
     if options.validation_lines:
         try:
@@ -248,7 +248,8 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
             validation = data_lib.make_task_dataset(
                 data_lib.encode_examples(val, **encode),
                 train_config.max_tokens, train_config.max_length,
-                shuffle=False, repeat=False)
+                shuffle=False, repeat=False,
+                pad_to_bucket=train_config.jit_compile)
             bleu_sample = _bleu_sample(val, train_config.bleu_lines)
         except FileNotFoundError:
             pass

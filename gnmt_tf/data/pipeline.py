@@ -72,7 +72,8 @@ def permuted(indices, seed=None):
 
 
 def batch_by_length(columns, max_tokens, max_length, shuffle=True,
-                    shuffle_buffer=30000, repeat=True, seed=None, transform=None):
+                    shuffle_buffer=30000, repeat=True, seed=None, transform=None,
+                    pad_to_bucket=False):
     """Turns per-example columns into padded, length-bucketed training batches.
 
     Args:
@@ -83,6 +84,9 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
       max_length: int. The longest sequence the batches must hold.
       transform: optional per-example function (dict -> dict) applied before
         batching, e.g. to densify per-example link lists.
+      pad_to_bucket: bool. Pad every sequence to its bucket's boundary (minus
+        one) instead of the longest in the batch, so that batches come in one
+        shape per bucket (for an XLA-compiled step).
 
     Returns:
       A dataset of `(features, labels)`.
@@ -107,6 +111,9 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
             tf.shape(x["source_ids"])[0], tf.shape(x["target_in_ids"])[0]),
         bucket_boundaries=boundaries,
         bucket_batch_sizes=batch_sizes,
+        pad_to_bucket_boundary=pad_to_bucket,
+        # A repeated dataset has no remainder; a finite one keeps its last,
+        # smaller batches (one more shape per bucket to compile).
         drop_remainder=False)
     dataset = dataset.map(
         lambda x: ({k: v for k, v in x.items() if k != "labels"}, x["labels"]),
@@ -115,7 +122,8 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
 
 
 def make_dataset(source_ids, target_ids, max_tokens, max_length,
-                 shuffle=True, shuffle_buffer=30000, repeat=True, seed=None):
+                 shuffle=True, shuffle_buffer=30000, repeat=True, seed=None,
+                 pad_to_bucket=False):
     """Builds the training `tf.data.Dataset` from id lists.
 
     Args:
@@ -124,6 +132,7 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
       max_tokens: int. Approximate padded target tokens per batch.
       max_length: int. Longer pairs are dropped.
       shuffle, repeat: bool. Shuffle each pass; loop forever.
+      pad_to_bucket: bool. See `batch_by_length`.
 
     Returns:
       A dataset of `({"source_ids", "target_in_ids"}, labels)`.
@@ -134,4 +143,4 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
                          "subwords; raise it (--set max_length=N)")
     return batch_by_length(teacher_forcing_features(source_ids, target_ids),
                            max_tokens, max_length, shuffle, shuffle_buffer,
-                           repeat, seed)
+                           repeat, seed, pad_to_bucket=pad_to_bucket)

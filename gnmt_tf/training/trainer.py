@@ -87,7 +87,8 @@ def compile_model(model, train_config, pad_id=0):
     model.compile(
         optimizer=optimizer,
         loss=MaskedCrossEntropy(train_config.label_smoothing, pad_id),
-        metrics=[MaskedAccuracy(pad_id), TargetTokens(pad_id)])
+        metrics=[MaskedAccuracy(pad_id), TargetTokens(pad_id)],
+        jit_compile=train_config.jit_compile)
     return optimizer
 
 
@@ -235,13 +236,15 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
     dataset = make_dataset(subwords.encode(src), subwords.encode(tgt),
                            train_config.max_tokens, train_config.max_length,
                            shuffle_buffer=train_config.shuffle_buffer,
-                           seed=train_config.seed)
+                           seed=train_config.seed,
+                           pad_to_bucket=train_config.jit_compile)
     validation = bleu_sample = None
     try:
         val_src, val_tgt = corpus.read_parallel(data_dir, "val", src_lang, tgt_lang)
         validation = make_dataset(subwords.encode(val_src), subwords.encode(val_tgt),
                                   train_config.max_tokens, train_config.max_length,
-                                  shuffle=False, repeat=False)
+                                  shuffle=False, repeat=False,
+                                  pad_to_bucket=train_config.jit_compile)
         bleu_sample = BleuSample.from_pairs(val_src, val_tgt,
                                             train_config.bleu_lines)
     except FileNotFoundError:

@@ -42,3 +42,25 @@ def test_length_filter_drops_long_and_empty():
 def test_bucket_boundaries_increase_to_max():
     bounds = bucket_boundaries(64)
     assert bounds == sorted(set(bounds)) and bounds[-1] == 65
+
+
+def test_pad_to_bucket_gives_one_shape_per_bucket_and_the_same_tokens():
+    rng = np.random.default_rng(1)
+    src, tgt = _ids(rng, 300, 1, 30), _ids(rng, 300, 1, 30)
+    padded = make_dataset(src, tgt, max_tokens=128, max_length=40,
+                          shuffle=False, repeat=False, pad_to_bucket=True)
+    plain = make_dataset(src, tgt, max_tokens=128, max_length=40,
+                         shuffle=False, repeat=False)
+    widths = {b - 1 for b in bucket_boundaries(41)}
+    shapes, padded_labels = set(), []
+    for features, labels in padded:
+        source, labels = features["source_ids"].numpy(), labels.numpy()
+        # Source and target are padded to the same bucket width.
+        assert source.shape[1] == labels.shape[1] in widths
+        shapes.add(labels.shape)
+        padded_labels.extend(tuple(row[row != 0]) for row in labels)
+    # One shape per (bucket, full or last batch), whatever the lengths.
+    assert len(shapes) <= 2 * len(widths)
+    plain_labels = [tuple(row[row != 0]) for _, labels in plain
+                    for row in labels.numpy()]
+    assert sorted(padded_labels) == sorted(plain_labels)

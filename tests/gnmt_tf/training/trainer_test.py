@@ -138,3 +138,35 @@ def test_mirrored_strategy_trains_exact_step_count(toy_data_dir, tmp_path):
                         strategy="mirrored")
     assert result.steps == 3
     assert tf.train.latest_checkpoint(str(tmp_path / "checkpoints")).endswith("-3")
+
+
+@pytest.mark.slow  # XLA compiles one program per batch shape: minutes
+def test_xla_step_on_bucket_padded_batches_trains_the_same_model(
+        toy_data_dir, tmp_path):
+    # Padding to the bucket boundary only adds masked positions, and XLA only
+    # fuses the same float32 ops: the losses must agree to float32 rounding
+    # over a few steps (a mask that let padding in would move them by far more).
+    model_config, train_config = get_preset("gnmt_tiny")
+    model_config = apply_overrides(model_config, ["vocabulary_size=100"])
+    losses = {}
+    for jit in (False, True):
+        config = apply_overrides(train_config, [
+            "train_steps=4", "checkpoint_every=4", f"jit_compile={jit}"])
+        train_gnmt(tmp_path / str(jit), toy_data_dir, "en", "de",
+                   model_config, config, log_every=2)
+        losses[jit] = [row.value for row in read_metrics(tmp_path / str(jit))
+                       if row.metric == "loss"]
+    assert len(losses[True]) == 3  # steps 2 and 4, validation at 4
+    assert losses[True] == pytest.approx(losses[False], rel=1e-4)
+
+
+def test_jit_compile_option_reaches_keras():
+    from gnmt_tf.models.gnmt import GNMT
+    from gnmt_tf.training.trainer import compile_model
+
+    model_config, train_config = get_preset("gnmt_tiny")
+    for jit in (False, True):
+        model = GNMT(model_config)
+        compile_model(model, apply_overrides(train_config,
+                                             [f"jit_compile={jit}"]))
+        assert model.jit_compile is jit
