@@ -169,17 +169,21 @@ def package(args, options, command):
     """Averages a run into `gnmt_tf/pretrained/<name>` and scores it."""
     from gnmt_tf import pretrained
     from gnmt_tf.io_utils import write_text_atomic
+    from gnmt_tf.model_dir import read_config
     from gnmt_tf.training.averaging import average_checkpoints
-    from gnmt_tf.training.callbacks import read_progress
+    from gnmt_tf.training.init_from import training_history
 
     target = pretrained.PRETRAINED_DIR / args.name
     average_checkpoints(args.run_dir, target, args.last, weights_only=True)
-    progress = read_progress(pathlib.Path(args.run_dir) / "progress.json")
+    # All the training the weights had, a run started with --init-from
+    # included (`gnmt_tf.training.init_from`).
+    history = training_history(pathlib.Path(args.run_dir),
+                               read_config(args.run_dir))
     scores = evaluate(target, args.data_dir, args.wmt22_dir, options,
                       args.batch_size)
-    scores["train_hours"] = round(progress.get("train_seconds", 0) / 3600, 2)
-    scores["train_steps"] = progress.get("step")
-    scores["train_target_tokens"] = progress.get("target_tokens")
+    scores["train_hours"] = round(history["train_seconds"] / 3600, 2)
+    scores["train_steps"] = history["steps"]
+    scores["train_target_tokens"] = history["target_tokens"]
     scores["size_mb"] = pretrained.size_mb(target)
     scores["search"] = dataclasses.asdict(options)
     write_text_atomic(target / pretrained.SCORES_FILE,

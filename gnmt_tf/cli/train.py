@@ -40,6 +40,12 @@ def register(subparsers):
     parser.add_argument("--minutes", type=positive_float,
                         help="wall-time budget (same as --set max_minutes=M)")
     parser.add_argument("--log-every", type=positive_int, default=100)
+    parser.add_argument(
+        "--init-from", metavar="MODEL",
+        help="GNMT presets: start a new run from this model's weights, "
+             "architecture and vocabulary (a model directory or a shipped "
+             "name); the optimizer starts afresh. A run that resumes "
+             "ignores it")
     rl = parser.add_argument_group(
         "RL refinement (GNMT §5)",
         "--refine-rl fine-tunes the trained --model-dir on the expected "
@@ -73,12 +79,21 @@ _RL_FLAGS = ("output_dir", "alpha", "rl_samples", "rl_sampler")
 
 def run(args):
     if args.refine_rl:
+        if args.init_from is not None:
+            raise ValueError("--init-from does not go with --refine-rl, "
+                             "which starts from --model-dir")
         return refine_rl_from_args(args)
     given = [f"--{flag.replace('_', '-')}" for flag in _RL_FLAGS
              if getattr(args, flag) is not None]
     if given:
         raise ValueError(f"{', '.join(given)} only go with --refine-rl")
-    _, model_type = model_types.model_type_of_preset(args.preset)
+    type_name, model_type = model_types.model_type_of_preset(args.preset)
+    if args.init_from is not None and type_name != "gnmt":
+        raise ValueError(f"--init-from is for the GNMT presets, not "
+                         f"{args.preset!r}")
+    if args.init_from is not None and args.vocab is not None:
+        raise ValueError("--init-from takes the model's vocabulary; "
+                         "leave out --vocab")
     return model_types.load_object(model_type.train)(args)
 
 
@@ -96,7 +111,8 @@ def train_gnmt_from_args(args):
         split_overrides, get_preset(args.preset), args.config, overrides)
     result = train_gnmt(args.model_dir, args.data_dir, args.src_lang, args.tgt_lang,
                         model_config, train_config, vocab=args.vocab,
-                        strategy=args.strategy, log_every=args.log_every)
+                        strategy=args.strategy, log_every=args.log_every,
+                        init_from=args.init_from)
     print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
           f"({result.target_tokens_per_s:.0f} target tokens/s); "
           f"model in {args.model_dir}")

@@ -16,6 +16,7 @@ from gnmt_tf.data.pipeline import make_dataset
 from gnmt_tf.io_utils import copy_file_atomic
 from gnmt_tf.text.subword import Subwords, train_sentencepiece
 from gnmt_tf.training import callbacks as callbacks_lib
+from gnmt_tf.training import init_from as init_lib
 from gnmt_tf.training import workers
 from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
 from gnmt_tf.training.schedules import WarmupRsqrtDecay
@@ -93,7 +94,8 @@ def compile_model(model, train_config, pad_id=0):
 
 
 def fit(model, train_config, dataset, model_dir, validation_data=None,
-        extra_callbacks=(), log_every=100, bleu_sample=None, subwords=None):
+        extra_callbacks=(), log_every=100, bleu_sample=None, subwords=None,
+        init_weights=None):
     """Runs `model.fit` with checkpoints and resume; the model must be compiled.
 
     Training loss, learning rate and tokens/s (every `log_every` steps),
@@ -102,6 +104,9 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
     model's `subwords`) are printed and recorded in `model_dir/logs`
     (TensorBoard) and `model_dir/metrics.csv`
     (`gnmt_tf.training.summaries`).
+    `init_weights`, a function returning `model.get_weights()`-ordered
+    arrays, gives the starting weights of a run with no checkpoint yet
+    (`gnmt_tf.training.init_from`).
 
     Returns:
       `TrainResult`.
@@ -111,11 +116,12 @@ def fit(model, train_config, dataset, model_dir, validation_data=None,
     with workers.worker_scratch_dir(model_dir, chief) as write_dir:
         return _fit(model, train_config, dataset, model_dir, write_dir, chief,
                     validation_data, extra_callbacks, log_every, bleu_sample,
-                    subwords)
+                    subwords, init_weights)
 
 
 def _fit(model, train_config, dataset, model_dir, write_dir, chief,
-         validation_data, extra_callbacks, log_every, bleu_sample, subwords):
+         validation_data, extra_callbacks, log_every, bleu_sample, subwords,
+         init_weights):
     """`fit`, writing checkpoints and progress into `write_dir` (the model
     directory on the chief, a scratch directory on other workers)."""
     optimizer = model.optimizer
@@ -128,6 +134,8 @@ def _fit(model, train_config, dataset, model_dir, write_dir, chief,
     # Every worker resumes from the chief's checkpoint.
     resumed = model_dir_lib.restore_latest(checkpoint, model_dir,
                                            expect_partial=False)
+    if resumed is None and init_weights is not None:
+        model.set_weights(init_weights())
     step = int(optimizer.iterations.numpy())
     previous = callbacks_lib.read_progress(
         pathlib.Path(model_dir) / "progress.json")
@@ -181,7 +189,8 @@ def _fit(model, train_config, dataset, model_dir, write_dir, chief,
 
 
 def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
-               train_config, vocab=None, strategy="default", log_every=100):
+               train_config, vocab=None, strategy="default", log_every=100,
+               init_from=None):
     """Trains (or resumes) a GNMT in `model_dir` on `<data_dir>/train.*`.
 
     On first use the config is written to `model_dir/config.json`; a resumed
@@ -194,6 +203,9 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     With `strategy="multi_worker_mirrored"` only the chief does that and
     writes the directory; the other workers read its vocabulary and config
     (`gnmt_tf.training.workers`).
+    `init_from` (a GNMT model directory or shipped name) starts a new run
+    from that model's weights, architecture and vocabulary
+    (`gnmt_tf.training.init_from`); a run that resumes ignores it.
     """
     # First: MultiWorkerMirroredStrategy sets up collective ops, which must
     # happen before any other TensorFlow op of the process.
@@ -204,30 +216,36 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     with workers.claim_for_training(model_dir, chief):
         return _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            model_config, train_config, vocab, strategy,
-                           log_every, chief)
+                           log_every, chief, init_from)
 
 
 def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
-                model_config, train_config, vocab, strategy, log_every, chief):
+                model_config, train_config, vocab, strategy, log_every, chief,
+                init_from):
+    from gnmt_tf.config import GNMTConfig, from_dict
     from gnmt_tf.models.gnmt import GNMT
 
     if not chief:  # until the chief has written spm.model and config.json
         workers.barrier(strategy)
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
+    extra = {"src_lang": src_lang, "tgt_lang": tgt_lang}
     if config_path.exists():
-        from gnmt_tf.config import GNMTConfig, from_dict
-
         saved = model_dir_lib.read_config(model_dir)
         model_config = from_dict(GNMTConfig, saved["model"])
+        if init_lib.INIT_KEY in saved:
+            extra[init_lib.INIT_KEY] = saved[init_lib.INIT_KEY]
+    elif init_from is not None:
+        source_config, vocab, extra[init_lib.INIT_KEY] = init_lib.read_source(
+            init_from, "gnmt")
+        model_config = from_dict(GNMTConfig, source_config)
     subwords = prepare_vocabulary(model_dir, src + tgt,
                                   model_config.vocabulary_size, vocab,
                                   write=chief)
     model_config = dataclasses.replace(
         model_config, vocabulary_size=subwords.vocabulary_size)
     if chief:
-        model_dir_lib.write_config(
-            model_dir, "gnmt", model_config, train_config,
-            {"src_lang": src_lang, "tgt_lang": tgt_lang})
+        model_dir_lib.write_config(model_dir, "gnmt", model_config,
+                                   train_config, extra)
         workers.barrier(strategy)
 
     # Seed before the datasets: their shuffles mix the global seed with
@@ -254,4 +272,13 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
         compile_model(model, train_config, model_config.pad_id)
         return fit(model, train_config, dataset, model_dir, validation,
                    log_every=log_every, bleu_sample=bleu_sample,
-                   subwords=subwords)
+                   subwords=subwords, init_weights=_init_weights(extra))
+
+
+def _init_weights(payload):
+    """The `fit(init_weights=...)` of a run whose config records an
+    `--init-from` source, else None."""
+    record = payload.get(init_lib.INIT_KEY)
+    if record is None:
+        return None
+    return lambda: init_lib.initial_weights(record)
