@@ -25,6 +25,7 @@ tokens/s of its log line every `--log-every` steps), leaving out the first inter
 
     python benchmarks/training_speed.py --data-dir /work/shared/data/multi30k \\
         [--steps 300] [--log-every 50] [--threads N] [--only transformer]
+        [--geometric-buckets]
 
 Writes `benchmarks/results/training_speed.json`.
 """
@@ -100,6 +101,9 @@ def parse_args(argv=None):
                         help="intra-op threads of both (default: TF's)")
     parser.add_argument("--only", choices=("transformer", "gnmt"),
                         default=None)
+    parser.add_argument("--geometric-buckets", action="store_true",
+                        help="also train our Transformer with the earlier "
+                             "geometric length buckets (bucket_width=0)")
     parser.add_argument("--vocab", default=None,
                         help="a SentencePiece .model for all runs (default: "
                              "our first run trains one)")
@@ -180,8 +184,10 @@ def child_main(argv):
     return cli_main(argv[argv.index("--") + 1:])
 
 
-def _our_train(args, preset, model_dir, extra=(), keras_lstm=False):
-    """Trains one of our presets; returns the logged target tokens/s."""
+def _our_train(args, preset, model_dir, extra=(), keras_lstm=False,
+               sets=()):
+    """Trains one of our presets (with `--set` overrides `sets`); returns
+    the logged target tokens/s."""
     if model_dir.exists():
         shutil.rmtree(model_dir)
     child = ["--child"] + (["--keras-lstm"] if keras_lstm else []) + (
@@ -195,6 +201,8 @@ def _our_train(args, preset, model_dir, extra=(), keras_lstm=False):
             "--set", f"max_length={args.max_length}",
             "--set", f"checkpoint_every={args.steps}",
             "--set", f"bleu_every={10 * args.steps}"]
+    for setting in sets:
+        argv += ["--set", setting]
     if args.vocab:
         argv += ["--vocab", pathlib.Path(args.vocab).resolve()]
     _, seconds = _run(argv, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
@@ -292,8 +300,21 @@ def transformer(args, work):
     ratio = (round(ours["target_tokens_per_s"]
                    / opennmt["target_tokens_per_s"], 3)
              if opennmt.get("target_tokens_per_s") else None)
-    return {"ours": ours, "opennmt": opennmt, "ours_over_opennmt": ratio,
-            "model": dims}
+    result = {"ours": ours, "opennmt": opennmt, "ours_over_opennmt": ratio,
+              "model": dims}
+    if args.geometric_buckets:
+        # What batching pairs of one length (bucket_width=1, the default
+        # since issue 17, as OpenNMT-tf's length_bucket_width) gains over
+        # the earlier 25 %-wide buckets, in the same run.
+        geometric = _our_train(
+            args, "transformer_small", work / "ours_transformer_geometric",
+            ["task-space", "train", "--directions", "en-de"],
+            sets=["bucket_width=0"])
+        result["ours_geometric_buckets"] = geometric
+        result["bucket_width1_over_geometric"] = round(
+            ours["target_tokens_per_s"] / geometric["target_tokens_per_s"],
+            3)
+    return result
 
 
 def gnmt(args, work):

@@ -415,13 +415,14 @@ def encode_examples(examples: TaskExamples, subwords, config,
 
 def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
                       shuffle=True, shuffle_buffer=30000, repeat=True,
-                      seed=None, pad_to_bucket=False):
+                      seed=None, pad_to_bucket=False, bucket_width=None):
     """The training `tf.data.Dataset` of mixed-direction batches.
 
     As `gnmt_tf.data.pipeline.make_dataset` (EOS appended to sources, BOS
     prepended to decoder inputs, pairs longer than `max_length` dropped,
-    permuted once across directions and shuffled, bucketed by length with about `max_tokens` padded tokens per
-    batch), plus the task inputs of each example.
+    permuted once across directions and shuffled, bucketed by length
+    (`bucket_width`) with about `max_tokens` padded tokens per batch), plus
+    the task inputs of each example.
 
     Returns:
         A dataset of `(features, labels)`: `features` has `"source_ids"`
@@ -456,4 +457,5 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
     })
     return batch_by_length(columns, max_tokens, max_length, shuffle,
                            shuffle_buffer, repeat, seed,
-                           pad_to_bucket=pad_to_bucket)
+                           pad_to_bucket=pad_to_bucket,
+                           bucket_width=bucket_width)

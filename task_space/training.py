@@ -238,7 +238,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
     dataset = data_lib.make_task_dataset(
         data_lib.encode_examples(train, **encode), train_config.max_tokens,
         train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
-        seed=train_config.seed, pad_to_bucket=train_config.jit_compile)
+        seed=train_config.seed, **train_config.bucketing())
     validation = bleu_sample = None
     if options.validation_lines:
         try:
@@ -249,7 +249,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
                 data_lib.encode_examples(val, **encode),
                 train_config.max_tokens, train_config.max_length,
                 shuffle=False, repeat=False,
-                pad_to_bucket=train_config.jit_compile)
+                **train_config.bucketing())
             bleu_sample = _bleu_sample(val, train_config.bleu_lines)
         except FileNotFoundError:
             pass
@@ -294,4 +294,5 @@ def finetune_data(model, subwords, payload, data_dir, train_config):
         examples, subwords, config, options.target_language_token)
     return train_config, data_lib.make_task_dataset(
         encoded, train_config.max_tokens, train_config.max_length,
-        shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed)
+        shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed,
+        **train_config.bucketing())

@@ -36,8 +36,11 @@ def _ragged(sequences, prefix=(), suffix=()):
     return tf.RaggedTensor.from_row_lengths(flat, lengths)
 
 
-def bucket_boundaries(max_length, min_length=8, step=1.25):
-    """Geometric length boundaries between `min_length` and `max_length`."""
+def bucket_boundaries(max_length, min_length=8, step=1.25, width=None):
+    """Length boundaries up to `max_length`: geometric between `min_length`
+    and `max_length` (width None), or every `width` tokens."""
+    if width:
+        return list(range(1 + width, max_length, width)) + [max_length + 1]
     bounds, b = [], min_length
     while b < max_length:
         bounds.append(int(b))
@@ -73,7 +76,7 @@ def permuted(indices, seed=None):
 
 def batch_by_length(columns, max_tokens, max_length, shuffle=True,
                     shuffle_buffer=30000, repeat=True, seed=None, transform=None,
-                    pad_to_bucket=False):
+                    pad_to_bucket=False, bucket_width=None):
     """Turns per-example columns into padded, length-bucketed training batches.
 
     Args:
@@ -87,6 +90,10 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
       pad_to_bucket: bool. Pad every sequence to its bucket's boundary (minus
         one) instead of the longest in the batch, so that batches come in one
         shape per bucket (for an XLA-compiled step).
+      bucket_width: int or None. Buckets of this many lengths each (1: all
+        sequences of a batch have the same longer side, as OpenNMT-tf's
+        `length_bucket_width`), or None: geometric buckets 25 % wide (fewer
+        shapes, more padding).
 
     Returns:
       A dataset of `(features, labels)`.
@@ -103,7 +110,7 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
                                   reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
-    boundaries = bucket_boundaries(max_length + 1)
+    boundaries = bucket_boundaries(max_length + 1, width=bucket_width)
     batch_sizes = [max(1, max_tokens // b) for b in boundaries]
     batch_sizes.append(max(1, max_tokens // (max_length + 1)))
     dataset = dataset.bucket_by_sequence_length(
@@ -123,7 +130,7 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
 
 def make_dataset(source_ids, target_ids, max_tokens, max_length,
                  shuffle=True, shuffle_buffer=30000, repeat=True, seed=None,
-                 pad_to_bucket=False):
+                 pad_to_bucket=False, bucket_width=None):
     """Builds the training `tf.data.Dataset` from id lists.
 
     Args:
@@ -132,7 +139,7 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
       max_tokens: int. Approximate padded target tokens per batch.
       max_length: int. Longer pairs are dropped.
       shuffle, repeat: bool. Shuffle each pass; loop forever.
-      pad_to_bucket: bool. See `batch_by_length`.
+      pad_to_bucket, bucket_width: see `batch_by_length`.
 
     Returns:
       A dataset of `({"source_ids", "target_in_ids"}, labels)`.
@@ -143,4 +150,5 @@ def make_dataset(source_ids, target_ids, max_tokens, max_length,
                          "subwords; raise it (--set max_length=N)")
     return batch_by_length(teacher_forcing_features(source_ids, target_ids),
                            max_tokens, max_length, shuffle, shuffle_buffer,
-                           repeat, seed, pad_to_bucket=pad_to_bucket)
+                           repeat, seed, pad_to_bucket=pad_to_bucket,
+                           bucket_width=bucket_width)

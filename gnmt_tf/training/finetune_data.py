@@ -23,4 +23,4 @@ def gnmt_finetune_data(model, subwords, payload, data_dir, train_config):
     return train_config, make_dataset(
         subwords.encode(src), subwords.encode(tgt), train_config.max_tokens,
         train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
-        seed=train_config.seed)
+        seed=train_config.seed, **train_config.bucketing())

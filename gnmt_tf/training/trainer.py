@@ -255,14 +255,14 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            train_config.max_tokens, train_config.max_length,
                            shuffle_buffer=train_config.shuffle_buffer,
                            seed=train_config.seed,
-                           pad_to_bucket=train_config.jit_compile)
+                           **train_config.bucketing())
     validation = bleu_sample = None
     try:
         val_src, val_tgt = corpus.read_parallel(data_dir, "val", src_lang, tgt_lang)
         validation = make_dataset(subwords.encode(val_src), subwords.encode(val_tgt),
                                   train_config.max_tokens, train_config.max_length,
                                   shuffle=False, repeat=False,
-                                  pad_to_bucket=train_config.jit_compile)
+                                  **train_config.bucketing())
         bleu_sample = BleuSample.from_pairs(val_src, val_tgt,
                                             train_config.bleu_lines)
     except FileNotFoundError:

@@ -64,3 +64,27 @@ def test_pad_to_bucket_gives_one_shape_per_bucket_and_the_same_tokens():
     plain_labels = [tuple(row[row != 0]) for _, labels in plain
                     for row in labels.numpy()]
     assert sorted(padded_labels) == sorted(plain_labels)
+
+
+def test_width_one_buckets_batch_pairs_of_one_longer_side_and_lose_none():
+    rng = np.random.default_rng(2)
+    src, tgt = _ids(rng, 300, 1, 30), _ids(rng, 300, 1, 30)
+    assert bucket_boundaries(10, width=1) == list(range(2, 10)) + [11]
+    assert bucket_boundaries(10, width=3) == [4, 7, 11]
+    narrow = make_dataset(src, tgt, max_tokens=128, max_length=40,
+                          shuffle=False, repeat=False, bucket_width=1)
+    wide = make_dataset(src, tgt, max_tokens=128, max_length=40,
+                        shuffle=False, repeat=False)
+    narrow_labels, narrow_padding, wide_padding = [], 0, 0
+    for features, labels in narrow:
+        source, labels = features["source_ids"].numpy(), labels.numpy()
+        longer = np.maximum((source != 0).sum(1), (labels != 0).sum(1))
+        assert len(set(longer)) == 1
+        assert len(labels) * longer[0] <= 128
+        narrow_padding += (labels == 0).sum()
+        narrow_labels.extend(tuple(row[row != 0]) for row in labels)
+    for _, labels in wide:
+        wide_padding += (labels.numpy() == 0).sum()
+    assert sorted(narrow_labels) == sorted(
+        tuple(row[row != 0]) for _, labels in wide for row in labels.numpy())
+    assert narrow_padding < wide_padding
