@@ -47,6 +47,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from results_file import command_line  # noqa: E402
 
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
+
 RESULT = REPO_ROOT / "benchmarks" / "results" / "training_speed.json"
 OPENNMT_REQUIREMENTS = ("OpenNMT-tf==2.32.0", "tensorflow-cpu==2.13.*")
 
@@ -331,11 +333,13 @@ def main(argv=None):
     args = parse_args(argv)
     work = pathlib.Path(args.work_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    results = {}
     out = pathlib.Path(args.out)
+    # --only reruns one comparison and keeps the other's figures.
+    results = (json.loads(out.read_text())
+               if args.only and out.exists() else {})
     out.parent.mkdir(parents=True, exist_ok=True)
 
-    def write():  # after each comparison: a long run keeps what it did
+    def write(name):  # after each comparison: a long run keeps what it did
         results["settings"] = {
             "steps": args.steps, "log_every": args.log_every,
             "max_tokens": args.max_tokens, "max_length": args.max_length,
@@ -345,13 +349,16 @@ def main(argv=None):
             "unit": "target tokens/s, median of logged intervals after the "
                     "first"}
         results["command"] = command_line("training_speed.py", argv)
-        out.write_text(json.dumps(results, indent=2) + "\n")
+        # Each comparison keeps the command and settings it was run with.
+        results[name]["command"] = results["command"]
+        results[name]["settings"] = results["settings"]
+        write_text_atomic(out, json.dumps(results, indent=2) + "\n")
 
     for name, run in (("transformer", transformer), ("gnmt", gnmt)):
         if args.only in (None, name):
             results[name] = run(args, work)
             _log(json.dumps(results[name], indent=1))
-            write()
+            write(name)
     print(json.dumps(results, indent=2))
     return 0
 
