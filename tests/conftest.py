@@ -218,9 +218,12 @@ def ts_model_dir(multiway_dir, tmp_path_factory):
 
     model_config, train_config = get_preset("transformer_tiny")
     model_config = model_config.replace(vocabulary_size=60)
+    # bucket_width=0: the geometric batches this fixture was made with
+    # (and its QAT fine-tuning, which reads config.json), so that the
+    # int8-vs-QAT checks keep the model their grid-step bounds were set on.
     train_config = apply_overrides(train_config, [
         "train_steps=60", "checkpoint_every=60", "learning_rate=0.02",
-        "label_smoothing=0.0"])
+        "label_smoothing=0.0", "bucket_width=0"])
     path = tmp_path_factory.mktemp("ts_model")
     train_task_space(path, multiway_dir, "en-fr,de-cs", model_config,
                      train_config, TaskSpaceOptions(validation_lines=0),
