@@ -28,6 +28,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from results_file import command_line  # noqa: E402
 
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+
 RESULT = REPO_ROOT / "benchmarks" / "results" / "batch_padding.json"
 
 
@@ -36,13 +38,6 @@ def _widths(text):
     if not widths or min(widths) < 0:
         raise argparse.ArgumentTypeError("widths are integers >= 0")
     return widths
-
-
-def _positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return value
 
 
 def parse_args(argv=None):
@@ -54,9 +49,9 @@ def parse_args(argv=None):
                         help="SentencePiece model (default: the shipped "
                              "multi30k-transformer's)")
     parser.add_argument("--widths", type=_widths, default=[0, 1])
-    parser.add_argument("--batches", type=_positive, default=400)
-    parser.add_argument("--max-tokens", type=_positive, default=2048)
-    parser.add_argument("--max-length", type=_positive, default=64)
+    parser.add_argument("--batches", type=positive_int, default=400)
+    parser.add_argument("--max-tokens", type=positive_int, default=2048)
+    parser.add_argument("--max-length", type=positive_int, default=64)
     parser.add_argument("--out", default=str(RESULT))
     return parser.parse_args(argv)
 
@@ -96,7 +91,7 @@ def main(argv=None):
     for width in args.widths:
         dataset = make_dataset(source_ids, target_ids, args.max_tokens,
                                args.max_length, seed=1,
-                               bucket_width=width or None)
+                               bucket_width=width)
         results[f"bucket_width_{width}"] = measure(dataset, args.batches)
         print(width, results[f"bucket_width_{width}"], flush=True)
     if 0 in args.widths and 1 in args.widths:

@@ -152,7 +152,7 @@ class TrainConfig:
         """The bucketing arguments of `gnmt_tf.data.pipeline.make_dataset`
         (and `batch_by_length`) that this config asks for."""
         return {"pad_to_bucket": self.jit_compile,
-                "bucket_width": self.bucket_width or None}
+                "bucket_width": self.bucket_width}
 
 
 def _convert(value: str, field_type):

@@ -38,7 +38,7 @@ def _ragged(sequences, prefix=(), suffix=()):
 
 def bucket_boundaries(max_length, min_length=8, step=1.25, width=None):
     """Length boundaries up to `max_length`: geometric between `min_length`
-    and `max_length` (width None), or every `width` tokens."""
+    and `max_length` (width 0 or None), or every `width` tokens."""
     if width:
         return list(range(1 + width, max_length, width)) + [max_length + 1]
     bounds, b = [], min_length
@@ -92,8 +92,8 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
         shape per bucket (for an XLA-compiled step).
       bucket_width: int or None. Buckets of this many lengths each (1: all
         sequences of a batch have the same longer side, as OpenNMT-tf's
-        `length_bucket_width`), or None: geometric buckets 25 % wide (fewer
-        shapes, more padding).
+        `length_bucket_width`), or 0 / None: geometric buckets 25 % wide
+        (fewer shapes, more padding).
 
     Returns:
       A dataset of `(features, labels)`.
