@@ -34,6 +34,9 @@ class GNMTConfig:
         pass instead of keeping them (`tf.recompute_grad`; less memory, about
         one more forward pass per step; see `gnmt_tf.layers.recompute` for
         its dropout caveat).
+      input_feeding: bool. The bottom decoder LSTM also reads the previous
+        step's attention context (as tensorflow/nmt's GNMT); False keeps the
+        query a function of the target prefix alone.
       pad_id, unk_id, bos_id, eos_id: special token ids of the vocabulary.
     """
 
@@ -48,6 +51,7 @@ class GNMTConfig:
     clip_cell: bool = False
     tie_embeddings: bool = True
     recompute: bool = False
+    input_feeding: bool = False
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2

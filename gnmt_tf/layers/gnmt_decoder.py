@@ -19,6 +19,13 @@ class GNMTDecoder(keras.layers.Layer):
     target sequence at once under teacher forcing; decoding runs the same
     weights one step at a time (`step`).
 
+    With `input_feeding` the bottom LSTM also reads the previous step's
+    attention context (Luong et al. 2015 §3.3; what tensorflow/nmt's GNMT
+    cell does through its `AttentionWrapper`), so the query knows what was
+    already attended to. Training then runs the bottom layer and the
+    attention together one position at a time (the upper layers still run
+    over the whole sequence).
+
     Args:
       num_layers: int. Decoder layers (>= 2).
       hidden_dim: int. Units per LSTM.
@@ -26,6 +33,10 @@ class GNMTDecoder(keras.layers.Layer):
       dropout: float. Dropout on each layer's input during training.
       residual_start: int. First 1-based layer with a residual connection.
       cell_clip: scalar `tf.Variable` or None. Quantization-friendly clipping.
+      recompute: bool. Recompute each layer's activations in the backward
+        pass (`gnmt_tf.layers.recompute`).
+      input_feeding: bool. Feed the previous attention context to the
+        bottom LSTM.
 
     Call arguments:
       embedded: float `[B, T, D]` embeddings of the shifted target.
@@ -37,9 +48,11 @@ class GNMTDecoder(keras.layers.Layer):
     """
 
     def __init__(self, num_layers, hidden_dim, attention_dim, dropout=0.0,
-                 residual_start=3, cell_clip=None, recompute=False, **kwargs):
+                 residual_start=3, cell_clip=None, recompute=False,
+                 input_feeding=False, **kwargs):
         super().__init__(**kwargs)
         self.recompute = recompute
+        self.input_feeding = input_feeding
         self.num_layers = num_layers
         self.hidden_dim = hidden_dim
         self.attention_dim = attention_dim
@@ -59,9 +72,15 @@ class GNMTDecoder(keras.layers.Layer):
     def call(self, embedded, memory, memory_mask, training=False):
         recompute = self.recompute and training
         memory_keys = self.attention.project_memory(memory)
-        x = checkpointed(lambda e: self.lstms[0](
-            self.dropout_layer(e, training=training)), recompute)(embedded)
-        context, attention = self.attention(x, memory, memory_keys, memory_mask)
+        if self.input_feeding:
+            x, context, attention = self._fed_bottom(
+                self.dropout_layer(embedded, training=training), memory,
+                memory_keys, memory_mask)
+        else:
+            x = checkpointed(lambda e: self.lstms[0](
+                self.dropout_layer(e, training=training)), recompute)(embedded)
+            context, attention = self.attention(x, memory, memory_keys,
+                                                memory_mask)
         for index, lstm in enumerate(self.lstms[1:], start=2):
             out = checkpointed(
                 lambda x, context, lstm=lstm: lstm(tf.concat(
@@ -69,6 +88,35 @@ class GNMTDecoder(keras.layers.Layer):
                     axis=-1)), recompute)(x, context)
             x = self._upper(index, out, x)
         return x, attention
+
+    def _fed_bottom(self, embedded, memory, memory_keys, memory_mask):
+        """The bottom LSTM and the attention, one target position at a time,
+        each step reading the previous context: `embedded [B, T, D]` ->
+        `(x [B, T, H], context [B, T, Dm], attention [B, T, S])`."""
+        bottom = self.lstms[0]
+        batch_size = tf.shape(memory)[0]
+        h, c = bottom.zero_state(batch_size, memory.dtype)
+        context = tf.zeros_like(memory[:, 0, :])
+        # Variables must not be made inside the loop below: a first call
+        # (one position, thrown away) builds them under their own names.
+        if not bottom.built:
+            bottom(tf.concat([embedded[:, :1], context[:, None]], -1))
+        if not self.attention.built:
+            self.attention(h, memory, memory_keys, memory_mask)
+
+        def body(carry, e_t):
+            h, c, context, _ = carry
+            x, (h, c) = bottom.step(tf.concat([e_t, context], -1), (h, c))
+            context, attention = self.attention(x, memory, memory_keys,
+                                                memory_mask)
+            return h, c, context, attention
+
+        attention0 = tf.zeros_like(memory_mask, memory.dtype)
+        xs, _, contexts, attentions = tf.scan(
+            body, tf.transpose(embedded, [1, 0, 2]),
+            initializer=(h, c, context, attention0))
+        return (tf.transpose(xs, [1, 0, 2]), tf.transpose(contexts, [1, 0, 2]),
+                tf.transpose(attentions, [1, 0, 2]))
 
     def initial_state(self, memory, memory_mask):
         """Decoding state for `step`: attention memory plus zero LSTM states."""
@@ -79,15 +127,21 @@ class GNMTDecoder(keras.layers.Layer):
         for i, lstm in enumerate(self.lstms):
             state[f"h_{i}"], state[f"c_{i}"] = lstm.zero_state(
                 batch_size, memory.dtype)
+        if self.input_feeding:
+            state["context"] = tf.zeros_like(memory[:, 0, :])
         return state
 
     def step(self, embedded, state):
         """One decoding step: `embedded [N, D]` -> `(output [N, H], attention [N, S], state)`."""
         new_state = dict(state)
+        if self.input_feeding:
+            embedded = tf.concat([embedded, state["context"]], -1)
         x, (new_state["h_0"], new_state["c_0"]) = self.lstms[0].step(
             embedded, (state["h_0"], state["c_0"]))
         context, attention = self.attention(
             x, state["memory"], state["memory_keys"], state["memory_mask"])
+        if self.input_feeding:
+            new_state["context"] = context
         for i, lstm in enumerate(self.lstms[1:], start=1):
             out, (new_state[f"h_{i}"], new_state[f"c_{i}"]) = lstm.step(
                 tf.concat([x, context], axis=-1),
@@ -102,5 +156,6 @@ class GNMTDecoder(keras.layers.Layer):
                        "attention_dim": self.attention_dim,
                        "dropout": self.dropout,
                        "residual_start": self.residual_start,
-                       "recompute": self.recompute})
+                       "recompute": self.recompute,
+                       "input_feeding": self.input_feeding})
         return config

@@ -57,7 +57,7 @@ class GNMT(keras.Model):
         self.decoder = GNMTDecoder(
             config.num_decoder_layers, config.hidden_dim, config.attention_dim,
             config.dropout, config.residual_start, self.cell_clip, name="decoder",
-            recompute=config.recompute)
+            recompute=config.recompute, input_feeding=config.input_feeding)
         self.output_bias = self.add_weight(
             "output_bias", shape=(config.vocabulary_size,), initializer="zeros")
         if not config.tie_embeddings:

@@ -18,10 +18,11 @@ SOURCE = tf.constant([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
 TARGET_IN = tf.constant([[2, 11, 12, 13], [2, 14, 15, 0]])
 
 
-@pytest.fixture(scope="module")
-def model():
+@pytest.fixture(scope="module", params=[False, True],
+                ids=["plain", "input_feeding"])
+def model(request):
     keras.utils.set_random_seed(0)
-    return GNMT(CONFIG)
+    return GNMT(dataclasses.replace(CONFIG, input_feeding=request.param))
 
 
 def test_shapes(model):
@@ -47,6 +48,34 @@ def test_decoder_is_causal(model):
     other = model({"source_ids": SOURCE, "target_in_ids": changed}).numpy()
     np.testing.assert_allclose(base[:, :3], other[:, :3], atol=1e-6)
     assert np.abs(base[0, 3] - other[0, 3]).max() > 1e-6
+
+
+def test_step_by_step_equals_full_pass(model):
+    """`encode` / `initial_state` / `step` fed the reference prefix give
+    the full pass's log-probabilities and attention at every real target
+    position (with input feeding, the context carried in the state)."""
+    logits, attention = model({"source_ids": SOURCE, "target_in_ids": TARGET_IN},
+                              return_attention=True)
+    state = model.initial_state(model.encode(SOURCE))
+    for t in range(TARGET_IN.shape[1]):
+        log_probs, step_attention, state = model.step(TARGET_IN[:, t], state)
+        real = TARGET_IN.numpy()[:, t] != 0
+        np.testing.assert_allclose(
+            log_probs.numpy()[real],
+            tf.nn.log_softmax(logits[:, t]).numpy()[real], atol=1e-5)
+        np.testing.assert_allclose(step_attention.numpy()[real],
+                                   attention.numpy()[real, t], atol=1e-6)
+    assert ("context" in state) == model.config.input_feeding
+
+
+def test_input_feeding_widens_only_the_bottom_decoder_lstm(model):
+    kernels = {w.name.split("/", 1)[1]: w.shape for w in model.weights
+               if w.name.endswith("/kernel:0") and "decoder/lstm" in w.name}
+    extra = CONFIG.hidden_dim if model.config.input_feeding else 0
+    assert kernels["decoder/lstm_1/kernel:0"] == (CONFIG.hidden_dim + extra,
+                                                 4 * CONFIG.hidden_dim)
+    assert kernels["decoder/lstm_2/kernel:0"] == (2 * CONFIG.hidden_dim,
+                                                 4 * CONFIG.hidden_dim)
 
 
 def test_logit_clip_and_clipped_cells():
