@@ -26,7 +26,7 @@ def test_layout(export_dir, tiny_model_dir, settings):
     assert metadata["src_lang"] == "en" and metadata["tgt_lang"] == "de"
 
 
-def test_signatures(fresh_process):
+def test_signatures(fresh_process, tiny_model_dir):
     sigs = fresh_process["signatures"]
     assert set(sigs) == {"serving_default", "translate_with_options",
                          "translate_with_alignment", "encode", "decode_step"}
@@ -53,9 +53,13 @@ def test_signatures(fresh_process):
     assert encode["inputs"] == {"source_ids": ["int32", [None, None]]}
     # decode_step takes the whole state encode returns, plus the ids ...
     assert step["inputs"] == dict(encode["outputs"], ids=["int32", [None]])
-    # ... and returns the LSTM states it changes, not the attention memory.
-    layers = 3  # gnmt_tiny decoder layers
-    changed = {f"{x}_{i}" for x in "hc" for i in range(layers)}
+    # ... and returns the LSTM states it changes (and the fed-back attention
+    # context, with input feeding), not the attention memory.
+    model = json.loads((tiny_model_dir / "config.json").read_text())["model"]
+    changed = {f"{x}_{i}" for x in "hc"
+               for i in range(model["num_decoder_layers"])}
+    if model.get("input_feeding"):
+        changed.add("context")
     assert set(encode["outputs"]) == changed | {
         "memory", "memory_keys", "memory_mask"}
     assert set(step["outputs"]) == changed | {"log_probs", "attention"}
