@@ -1,0 +1,108 @@
+"""GNMT training choices compared at equal steps, from the runs' own logs.
+
+Each run is a model directory trained by `gnmt-tf train` with the same
+vocabulary, data and seed; what differs is in its `config.json`. The
+trainer logs, every checkpoint interval, the validation loss (label-smoothed,
+on all of val) and every `bleu_every` steps the greedy BLEU of the first
+`bleu_lines` val sentences (`metrics.csv`). This script lines them up by
+step, names what each run changed against the first (the baseline) and
+writes `benchmarks/results/gnmt_ablation.json` (`runs`: per run its
+changes, steps, wall minutes and per-step validation figures; `command`).
+
+    python benchmarks/gnmt_ablation.py \\
+        --run baseline=/work/zoo/multi30k-gnmt-en-de \\
+        --run input_feeding=/work/ab/if \\
+        --run input_feeding+dropout0.3=/work/ab/if_d3
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+from results_file import REPO_ROOT, command_line, update_section
+
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "gnmt_ablation.json"
+# Fields that do not change what is learned (budgets, logging, bookkeeping).
+IGNORED = {"max_minutes", "train_steps", "checkpoint_every",
+           "keep_checkpoints", "bleu_every", "bleu_lines"}
+# What a run whose config.json predates a field ran with.
+BEFORE_FIELD = {"input_feeding": False, "recompute": False,
+                "bucket_width": 0, "jit_compile": False}
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", action="append", required=True,
+                        metavar="NAME=MODEL_DIR",
+                        help="a run; the first is the baseline")
+    parser.add_argument("--key", default="multi30k_en_de",
+                        help="the results file key this comparison replaces")
+    parser.add_argument("--output", default=str(RESULTS))
+    return parser.parse_args(argv)
+
+
+def read_run(model_dir):
+    """`(config fields, {step: {metric: value}}, progress)` of a run."""
+    from gnmt_tf.training.metrics_log import read_metrics
+
+    model_dir = pathlib.Path(model_dir)
+    payload = json.loads((model_dir / "config.json").read_text())
+    fields = {**BEFORE_FIELD, **payload["model"], **payload["train"]}
+    validation = {}
+    for row in read_metrics(model_dir):
+        if row.split == "validation":
+            validation.setdefault(row.step, {})[row.metric] = round(
+                row.value, 4)
+    progress_file = model_dir / "progress.json"
+    progress = (json.loads(progress_file.read_text())
+                if progress_file.exists() else {})
+    return fields, validation, progress
+
+
+def changes(fields, baseline):
+    """`{field: value}` where `fields` differ from `baseline`."""
+    return {k: v for k, v in fields.items()
+            if k not in IGNORED and baseline.get(k) != v}
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    runs = []
+    for spec in args.run:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            print(f"error: --run takes NAME=MODEL_DIR, got {spec!r}",
+                  file=sys.stderr)
+            return 2
+        try:
+            runs.append((name, *read_run(path)))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"error: {path}: {e}", file=sys.stderr)
+            return 2
+    baseline = runs[0][1]
+    result = {"runs": {}}
+    for name, fields, validation, progress in runs:
+        result["runs"][name] = {
+            "changes": changes(fields, baseline),
+            "steps": progress.get("step"),
+            "train_minutes": round(progress.get("train_seconds", 0) / 60, 1),
+            "validation": {str(step): values
+                           for step, values in sorted(validation.items())}}
+    steps = sorted({s for _, _, v, _ in runs for s in v})
+    print("step  " + "  ".join(f"{name:>24}" for name, *_ in runs))
+    for step in steps:
+        cells = []
+        for _, _, validation, _ in runs:
+            values = validation.get(step, {})
+            cells.append(f"{values.get('loss', float('nan')):>10.4f} "
+                         f"{values.get('bleu', float('nan')):>6.2f}       ")
+        print(f"{step:>5} " + "  ".join(cells))
+    update_section(args.output, args.key, result,
+                   command_line("gnmt_ablation.py", argv))
+    print(f"wrote {args.output} [{args.key}]", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
