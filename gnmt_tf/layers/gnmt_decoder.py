@@ -73,9 +73,12 @@ class GNMTDecoder(keras.layers.Layer):
         recompute = self.recompute and training
         memory_keys = self.attention.project_memory(memory)
         if self.input_feeding:
-            x, context, attention = self._fed_bottom(
-                self.dropout_layer(embedded, training=training), memory,
-                memory_keys, memory_mask)
+            # The memory goes in as an argument, not in the closure:
+            # `tf.recompute_grad` differentiates positional arguments only.
+            x, context, attention = checkpointed(
+                lambda e, m, k: self._fed_bottom(e, m, k, memory_mask),
+                recompute)(self.dropout_layer(embedded, training=training),
+                           memory, memory_keys)
         else:
             x = checkpointed(lambda e: self.lstms[0](
                 self.dropout_layer(e, training=training)), recompute)(embedded)

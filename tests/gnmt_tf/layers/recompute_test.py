@@ -20,11 +20,16 @@ TASK = {"src_lang": tf.constant([0, 0]), "tgt_lang": tf.constant([1, 1]),
         "tags": tf.constant([[1, 0], [0, 1]])}
 
 
-def _gnmt(recompute):
+def _gnmt(recompute, input_feeding=False):
     config = GNMTConfig(vocabulary_size=20, num_encoder_layers=3,
                         num_decoder_layers=3, hidden_dim=16, attention_dim=8,
-                        dropout=0.0, recompute=recompute)
+                        dropout=0.0, recompute=recompute,
+                        input_feeding=input_feeding)
     return GNMT(config), 6
+
+
+def _gnmt_input_feeding(recompute):
+    return _gnmt(recompute, input_feeding=True)
 
 
 def _transformer(recompute):
@@ -45,7 +50,7 @@ def _loss_and_gradients(model, inputs):
     return loss, dict(enumerate(gradients))
 
 
-@pytest.mark.parametrize("build", [_gnmt, _transformer])
+@pytest.mark.parametrize("build", [_gnmt, _gnmt_input_feeding, _transformer])
 @pytest.mark.parametrize(
     "compiled", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_recompute_gives_the_same_gradients(build, compiled):
