@@ -40,26 +40,20 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def padded(rows):
-    import tensorflow as tf
-
-    width = max(map(len, rows))
-    return tf.constant([list(r) + [0] * (width - len(r)) for r in rows])
-
-
 def measure(model, subwords, sources, references, examples):
     """`{spearman, max_weight, entropy, uniform_entropy, examples}`."""
     import numpy as np
     import scipy.stats
 
+    from gnmt_tf.data.pipeline import ragged_sequences
     from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
     source = [list(ids) + [EOS_ID] for ids in subwords.encode(sources)]
     target = [list(ids) for ids in subwords.encode(references)]
-    _, attention = model({"source_ids": padded(source),
-                          "target_in_ids": padded([[BOS_ID] + t
-                                                   for t in target])},
-                         return_attention=True)
+    _, attention = model(
+        {"source_ids": ragged_sequences(source).to_tensor(),
+         "target_in_ids": ragged_sequences(target, prefix=(BOS_ID,)).to_tensor()},
+        return_attention=True)
     attention = attention.numpy()
     correlations, weights, entropies, uniform, shown = [], [], [], [], []
     for b, (src, tgt) in enumerate(zip(source, target)):

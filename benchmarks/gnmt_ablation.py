@@ -44,6 +44,7 @@ def parse_args(argv=None):
 
 def read_run(model_dir):
     """`(config fields, {step: {metric: value}}, progress)` of a run."""
+    from gnmt_tf.training.callbacks import read_progress
     from gnmt_tf.training.metrics_log import read_metrics
 
     model_dir = pathlib.Path(model_dir)
@@ -54,10 +55,7 @@ def read_run(model_dir):
         if row.split == "validation":
             validation.setdefault(row.step, {})[row.metric] = round(
                 row.value, 4)
-    progress_file = model_dir / "progress.json"
-    progress = (json.loads(progress_file.read_text())
-                if progress_file.exists() else {})
-    return fields, validation, progress
+    return fields, validation, read_progress(model_dir / "progress.json")
 
 
 def changes(fields, baseline):
