@@ -207,8 +207,11 @@ class QATAdditiveAttention(FakeQuantMixin, AdditiveAttention):
 
 
 class QATGNMTEncoder(GNMTEncoder):
-    """`GNMTEncoder` whose two sequence reversals are Gathers (same
-    results): TFLite's REVERSE_SEQUENCE has no int8 kernel, GATHER has."""
+    """`GNMTEncoder` with `QATLSTM`s, whose sequence reversals are Gathers
+    (same results): TFLite's REVERSE_SEQUENCE has no int8 kernel, GATHER
+    has."""
+
+    lstm_class = QATLSTM
 
     def reverse(self, x, lengths):
         steps = tf.range(tf.shape(x)[1])[None, :]
@@ -261,15 +264,9 @@ class QATGNMT(GNMT):
                 config.vocabulary_size, use_bias=False, name="output")
         self.encoder = QATGNMTEncoder(
             config.num_encoder_layers, config.hidden_dim, config.dropout,
-            config.residual_start, self.cell_clip, name="encoder")
-        encoder, decoder, clip = self.encoder, self.decoder, self.cell_clip
-        encoder.forward_lstm = QATLSTM(
-            config.hidden_dim, clip, name="lstm_1_forward")
-        encoder.backward_lstm = QATLSTM(
-            config.hidden_dim, clip, name="lstm_1_backward")
-        encoder.upper_lstms = [
-            QATLSTM(config.hidden_dim, clip, name=f"lstm_{i}")
-            for i in range(2, config.num_encoder_layers + 1)]
+            config.residual_start, self.cell_clip, name="encoder",
+            bidirectional_layers=config.bidirectional_layers)
+        decoder, clip = self.decoder, self.cell_clip
         decoder.lstms = [
             QATLSTM(config.hidden_dim, clip, name=f"lstm_{i}")
             for i in range(1, config.num_decoder_layers + 1)]

@@ -37,6 +37,8 @@ class GNMTConfig:
       input_feeding: bool. The bottom decoder LSTM also reads the previous
         step's attention context (as tensorflow/nmt's GNMT); False keeps the
         query a function of the target prefix alone.
+      bidirectional_layers: int. Bottom encoder layers that are bidirectional
+        (the paper: 1). Above layer 1 each direction has hidden_dim / 2 units.
       pad_id, unk_id, bos_id, eos_id: special token ids of the vocabulary.
     """
 
@@ -52,6 +54,7 @@ class GNMTConfig:
     tie_embeddings: bool = True
     recompute: bool = False
     input_feeding: bool = False
+    bidirectional_layers: int = 1
     pad_id: int = 0
     unk_id: int = 1
     bos_id: int = 2
@@ -64,6 +67,12 @@ class GNMTConfig:
         check_number("num_decoder_layers", self.num_decoder_layers,
                      integer=True, minimum=1)
         check_number("residual_start", self.residual_start, integer=True)
+        check_number("bidirectional_layers", self.bidirectional_layers,
+                     integer=True, minimum=1,
+                     maximum=self.num_encoder_layers)
+        if self.bidirectional_layers > 1 and self.hidden_dim % 2:
+            raise ValueError("bidirectional upper encoder layers split "
+                             f"hidden_dim in two; got {self.hidden_dim}")
         check_number("dropout", self.dropout, minimum=0, below=1)
         check_number("logit_clip", self.logit_clip, above=0, optional=True)
         specials = {"pad_id": self.pad_id, "unk_id": self.unk_id,

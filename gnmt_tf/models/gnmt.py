@@ -53,7 +53,8 @@ class GNMT(keras.Model):
         self.encoder = GNMTEncoder(
             config.num_encoder_layers, config.hidden_dim, config.dropout,
             config.residual_start, self.cell_clip, name="encoder",
-            recompute=config.recompute)
+            recompute=config.recompute,
+            bidirectional_layers=config.bidirectional_layers)
         self.decoder = GNMTDecoder(
             config.num_decoder_layers, config.hidden_dim, config.attention_dim,
             config.dropout, config.residual_start, self.cell_clip, name="decoder",

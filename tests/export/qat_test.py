@@ -188,21 +188,25 @@ def test_tied_table_is_stored_once(qat_model, tmp_path):
 
 def test_input_feeding_qat_model_trains_and_steps_as_its_full_pass():
     """A QAT GNMT with input feeding (the bottom decoder LSTM and the
-    attention inside one loop) calibrates eagerly, trains in a graph, and
-    its `step` then computes its teacher-forced pass exactly (the same
+    attention inside one loop) and a bidirectional encoder (fake-quantized
+    LSTMs both ways in every layer) calibrates eagerly, trains in a graph,
+    and its `step` then computes its teacher-forced pass exactly (the same
     fake-quant points in the same order)."""
     import tensorflow as tf
     import tf_keras as keras
 
     from export import quantization
-    from export.gnmt_qat import QATGNMT
+    from export.gnmt_qat import QATGNMT, QATLSTM
     from gnmt_tf.config import GNMTConfig
     from gnmt_tf.training.losses import MaskedCrossEntropy
 
     keras.utils.set_random_seed(0)
     model = QATGNMT(GNMTConfig(
         vocabulary_size=20, num_encoder_layers=3, num_decoder_layers=3,
-        hidden_dim=16, attention_dim=8, dropout=0.1, input_feeding=True))
+        hidden_dim=16, attention_dim=8, dropout=0.1, input_feeding=True,
+        bidirectional_layers=3))
+    assert all(isinstance(lstm, QATLSTM) for lstm in
+               model.encoder.upper_lstms + model.encoder.upper_backward_lstms)
     features = {"source_ids": tf.constant([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]]),
                 "target_in_ids": tf.constant([[2, 11, 12, 13], [2, 14, 15, 0]])}
     labels = tf.constant([[11, 12, 13, 3], [14, 15, 3, 0]])

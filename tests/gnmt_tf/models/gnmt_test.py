@@ -18,11 +18,13 @@ SOURCE = tf.constant([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
 TARGET_IN = tf.constant([[2, 11, 12, 13], [2, 14, 15, 0]])
 
 
-@pytest.fixture(scope="module", params=[False, True],
-                ids=["plain", "input_feeding"])
+@pytest.fixture(scope="module",
+                params=[{}, {"input_feeding": True},
+                        {"input_feeding": True, "bidirectional_layers": 3}],
+                ids=["plain", "input_feeding", "bidirectional_encoder"])
 def model(request):
     keras.utils.set_random_seed(0)
-    return GNMT(dataclasses.replace(CONFIG, input_feeding=request.param))
+    return GNMT(dataclasses.replace(CONFIG, **request.param))
 
 
 def test_shapes(model):
@@ -76,6 +78,31 @@ def test_input_feeding_widens_only_the_bottom_decoder_lstm(model):
                                                  4 * CONFIG.hidden_dim)
     assert kernels["decoder/lstm_2/kernel:0"] == (2 * CONFIG.hidden_dim,
                                                  4 * CONFIG.hidden_dim)
+
+
+def test_bidirectional_layers_split_the_upper_encoder_layers(model):
+    """Layers 2..k run both ways with hidden_dim / 2 units a direction;
+    the layers above keep their unidirectional names and shapes."""
+    kernels = {w.name.split("/", 1)[1]: w.shape for w in model.weights
+               if w.name.endswith("/kernel:0") and "encoder/lstm" in w.name}
+    h = CONFIG.hidden_dim
+    if model.config.bidirectional_layers == 1:
+        assert set(kernels) == {"encoder/lstm_1_forward/kernel:0",
+                                "encoder/lstm_1_backward/kernel:0",
+                                "encoder/lstm_2/kernel:0",
+                                "encoder/lstm_3/kernel:0"}
+        return
+    assert kernels["encoder/lstm_2_forward/kernel:0"] == (2 * h, 2 * h)
+    assert kernels["encoder/lstm_2_backward/kernel:0"] == (2 * h, 2 * h)
+    assert kernels["encoder/lstm_3_backward/kernel:0"] == (h, 2 * h)
+    assert "encoder/lstm_2/kernel:0" not in kernels
+
+
+def test_bidirectional_layers_are_validated():
+    with pytest.raises(ValueError, match="bidirectional_layers"):
+        dataclasses.replace(CONFIG, bidirectional_layers=4)
+    with pytest.raises(ValueError, match="hidden_dim"):
+        dataclasses.replace(CONFIG, bidirectional_layers=2, hidden_dim=15)
 
 
 def test_logit_clip_and_clipped_cells():
