@@ -2,9 +2,13 @@
 
 - ``gnmt_8x8``: the paper's model (8+8 layers, 1024 units, 32k shared wordpieces,
   quantization-friendly clipping, gamma = 25).
-- ``gnmt_small``: what trains on 2 CPU cores (Multi30k), with input feeding
-  and dropout 0.3: at equal steps both lower Multi30k validation loss
-  (`benchmarks/gnmt_ablation.py`).
+- ``gnmt_small``: what trains on 2 CPU cores (Multi30k): input feeding,
+  dropout 0.3 and a one-layer (bidirectional) encoder. With the paper's deeper
+  encoder the attention never learns to align on Multi30k (Spearman -0.67
+  between target and attended source position after 5,500 steps); with one
+  bidirectional layer it aligns from the start (+0.89 at step 1,000) and
+  validation BLEU at step 1,000 is 12.2 instead of 8.5
+  (`benchmarks/gnmt_ablation.py`, `benchmarks/attention_alignment.py`).
 - ``gnmt_tiny``: for tests.
 """
 
@@ -19,7 +23,7 @@ PRESETS = {
                     bleu_every=500),
     ),
     "gnmt_small": (
-        GNMTConfig(vocabulary_size=8000, num_encoder_layers=3,
+        GNMTConfig(vocabulary_size=8000, num_encoder_layers=1,
                    num_decoder_layers=3, hidden_dim=256, attention_dim=256,
                    dropout=0.3, input_feeding=True),
         TrainConfig(max_tokens=2048, learning_rate=2e-3, warmup_steps=400,
