@@ -223,7 +223,7 @@ model's source limit are left out (see `scores.json`).
 ## Not good at
 Anything that is not a short, literal image caption: long sentences,
 dialogue, named entities and numbers outside the caption domain (see the
-WMT22 column), and languages other than the four above.
+WMT22 column), and directions other than those in the table.
 
 ## Citation
 Desmond Elliott, Stella Frank, Khalil Sima'an, Lucia Specia. 2016.
