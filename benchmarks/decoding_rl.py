@@ -90,12 +90,10 @@ def main(argv=None):
                        overrides=args.overrides, log_every=5)
     wall = time.monotonic() - start
     after = evaluate(args.output_dir, args.data_dir, args.beam_size)
-    progress = json.loads(
-        (pathlib.Path(args.model_dir) / "progress.json").read_text())
+    steps, minutes = ml_training(args.model_dir)
     section = {
-        "ml_model": {"note": args.ml_note, "steps": progress["step"],
-                     "train_minutes": round(progress["train_seconds"] / 60,
-                                            1)},
+        "ml_model": {"note": args.ml_note, "steps": steps,
+                     "train_minutes": round(minutes, 1)},
         "refinement": {"alpha": args.alpha, "samples": args.samples,
                        "sampler": args.sampler, "settings": args.overrides,
                        "minutes_budget": args.minutes,
@@ -113,6 +111,20 @@ def main(argv=None):
     update_section(args.output, "rl_refinement", section,
                    command_line("decoding_rl.py", argv))
     print(json.dumps(section, indent=2))
+
+
+def ml_training(model_dir):
+    """`(steps, minutes)` of the ML model's training: a run's
+    progress.json, or a shipped model's scores.json (it has no progress)."""
+    from gnmt_tf.pretrained import locate
+
+    directory = locate(model_dir)
+    progress = directory / "progress.json"
+    if progress.exists():
+        done = json.loads(progress.read_text())
+        return done["step"], done["train_seconds"] / 60
+    scores = json.loads((directory / "scores.json").read_text())
+    return scores["train_steps"], scores["train_hours"] * 60
 
 
 if __name__ == "__main__":
