@@ -11,10 +11,13 @@
   rate and BLEU of plain beam search and of lexically constrained search
   (dynamic beam allocation), side by side on the same sentences.
 - `gnmt_pruning`: GNMT's pruning (`beam_width`, the paper's two rules) at
-  beam 10: wall time of the in-graph batched search, its decoding steps
-  (summed over batches) and BLEU, without and with pruning, measured
-  alternately in one run (each setting traced once before timing; the
-  median of the repeats).
+  beam 10: time of the in-graph search (`--pruning-batch-size` sentences
+  per call; wall clock, or this process's CPU time with `--clock cpu`), its
+  decoding steps (summed over batches) and BLEU, without and with pruning,
+  measured alternately in one run (each setting traced once before timing;
+  the median of the repeats). A batch's loop runs until its last sentence
+  stops, so pruning can only save time where it ends searches sooner:
+  batch 1 shows that best.
 
     python benchmarks/decoding_search.py --model-dir MODEL_DIR \\
         [--sections search_errors,constrained,gnmt_pruning] \\
@@ -138,7 +141,7 @@ def decoding_steps(translator, sources, options, task, batch_size=32):
 
 
 def pruning_section(translator, task, data_dir, count, beam, widths,
-                    repeats):
+                    repeats, batch_size=32, clock=time.perf_counter):
     from gnmt_tf.translator import SearchOptions
 
     sources = _lines(data_dir / "test_2016_flickr.en.gz", count)
@@ -149,18 +152,22 @@ def pruning_section(translator, task, data_dir, count, beam, widths,
                for name, w in settings.items()}
     outputs, times = {}, {name: [] for name in settings}
     for name in settings:  # trace each search once
-        outputs[name] = translator.translate(sources[:2], options[name], **task)
+        outputs[name] = translator.translate(sources[:2], options[name],
+                                             batch_size, **task)
     for _ in range(repeats):
         for name in settings:
-            start = time.perf_counter()
+            start = clock()
             outputs[name] = translator.translate(sources, options[name],
-                                                 **task)
-            times[name].append(time.perf_counter() - start)
+                                                 batch_size, **task)
+            times[name].append(clock() - start)
     median = {name: statistics.median(t) for name, t in times.items()}
-    steps = {name: decoding_steps(translator, sources, options[name], task)
+    steps = {name: decoding_steps(translator, sources, options[name], task,
+                                  batch_size)
              for name in settings}
     return {
         "sentences": count,
+        "batch_size": batch_size,
+        "clock": "cpu" if clock is time.process_time else "wall",
         "beam_size": beam,
         "length_penalty": 0.6,
         "seconds_median": {n: round(t, 2) for n, t in median.items()},
@@ -214,6 +221,13 @@ def main(argv=None):
     parser.add_argument("--beam", type=int, default=10)
     parser.add_argument("--widths", default="3")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pruning-batch-size", type=int, default=32,
+                        help="sentences per search call in gnmt_pruning "
+                             "(1: each sentence's search stops on its own)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time gnmt_pruning by wall clock or by this "
+                             "process's CPU time (steadier on a shared "
+                             "machine)")
     parser.add_argument("--note", default="")
     parser.add_argument("--output", default=str(RESULT))
     args = parser.parse_args(argv)
@@ -238,7 +252,8 @@ def main(argv=None):
             value = pruning_section(
                 translator, task, data_dir, args.pruning_sentences,
                 args.beam, [float(w) for w in args.widths.split(",")],
-                args.repeats)
+                args.repeats, args.pruning_batch_size,
+                time.process_time if args.clock == "cpu" else time.perf_counter)
         else:
             parser.error(f"unknown section {section!r}")
         value = dict(value, **common,

@@ -26,6 +26,7 @@ from export.quantization import (NUM_BITS, FakeQuantMixin,
                                  quantizers, resolve_training)
 from gnmt_tf.config import GNMTConfig
 from gnmt_tf.layers.additive_attention import AdditiveAttention
+from gnmt_tf.layers.gnmt_decoder import GNMTDecoder
 from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
 from gnmt_tf.layers.lstm import LSTM
 from gnmt_tf.models.gnmt import GNMT
@@ -237,41 +238,31 @@ class OutputQuantizers(FakeQuantMixin, keras.layers.Layer):
         return inputs
 
 
+class QATGNMTDecoder(GNMTDecoder):
+    """`GNMTDecoder` with `QATLSTM`s and a `QATAdditiveAttention`."""
+
+    lstm_class = QATLSTM
+    attention_class = QATAdditiveAttention
+
+
 class QATGNMT(GNMT):
     """`GNMT` with fake quantization: same constructor, call, `encode` /
-    `initial_state` / `step` and variable names, with `QATLSTM`s, a
-    `QATAdditiveAttention`, `QATEmbedding`s, a `QATDense` output projection
-    when untied, and `OutputQuantizers` on the decoder output and logits.
+    `initial_state` / `step` and variable names (so the same checkpoint
+    paths), with `QATLSTM`s, a `QATAdditiveAttention`, `QATEmbedding`s, a
+    `QATDense` output projection when untied, and `OutputQuantizers` on the
+    decoder output and logits.
 
     Args:
       config: `GNMTConfig`.
     """
 
+    embedding_class = QATEmbedding
+    dense_class = QATDense
+    encoder_class = QATGNMTEncoder
+    decoder_class = QATGNMTDecoder
+
     def __init__(self, config: GNMTConfig, **kwargs):
         super().__init__(config, **kwargs)
-        # Swap in the QAT layers before anything is built: same attribute
-        # names, so the same checkpoint paths.
-        init = keras.initializers.RandomUniform(-0.1, 0.1)
-        self.embedding = QATEmbedding(
-            config.vocabulary_size, config.hidden_dim, name="embedding",
-            embeddings_initializer=init)
-        self.target_embedding = self.embedding
-        if not config.tie_embeddings:
-            self.target_embedding = QATEmbedding(
-                config.vocabulary_size, config.hidden_dim,
-                name="target_embedding", embeddings_initializer=init)
-            self.output_dense = QATDense(
-                config.vocabulary_size, use_bias=False, name="output")
-        self.encoder = QATGNMTEncoder(
-            config.num_encoder_layers, config.hidden_dim, config.dropout,
-            config.residual_start, self.cell_clip, name="encoder",
-            bidirectional_layers=config.bidirectional_layers)
-        decoder, clip = self.decoder, self.cell_clip
-        decoder.lstms = [
-            QATLSTM(config.hidden_dim, clip, name=f"lstm_{i}")
-            for i in range(1, config.num_decoder_layers + 1)]
-        decoder.attention = QATAdditiveAttention(
-            config.attention_dim, name="attention")
         self.output_quantizers = OutputQuantizers(config.logit_clip)
 
     def _logits(self, outputs, rows=None):

@@ -47,6 +47,9 @@ class GNMTDecoder(keras.layers.Layer):
       `(outputs [B, T, hidden_dim], attention [B, T, S])`.
     """
 
+    lstm_class = LSTM  # QAT swaps in its fake-quantized LSTM
+    attention_class = AdditiveAttention  # and its fake-quantized attention
+
     def __init__(self, num_layers, hidden_dim, attention_dim, dropout=0.0,
                  residual_start=3, cell_clip=None, recompute=False,
                  input_feeding=False, **kwargs):
@@ -59,9 +62,9 @@ class GNMTDecoder(keras.layers.Layer):
         self.dropout = dropout
         self.residual_start = residual_start
         self.cell_clip = cell_clip
-        self.lstms = [LSTM(hidden_dim, cell_clip, name=f"lstm_{i}")
+        self.lstms = [self.lstm_class(hidden_dim, cell_clip, name=f"lstm_{i}")
                       for i in range(1, num_layers + 1)]
-        self.attention = AdditiveAttention(attention_dim, name="attention")
+        self.attention = self.attention_class(attention_dim, name="attention")
         self.dropout_layer = keras.layers.Dropout(dropout)
 
     def _upper(self, layer_index, out, x):

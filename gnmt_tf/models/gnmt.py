@@ -34,6 +34,13 @@ class GNMT(keras.Model):
       >>> logits = model({"source_ids": src, "target_in_ids": tgt_in})
     """
 
+    # The layer classes, overridden by the quantization-aware model
+    # (`export.gnmt_qat.QATGNMT`) with same-named fake-quantized layers.
+    embedding_class = keras.layers.Embedding
+    dense_class = keras.layers.Dense
+    encoder_class = GNMTEncoder
+    decoder_class = GNMTDecoder
+
     def __init__(self, config: GNMTConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
@@ -42,27 +49,27 @@ class GNMT(keras.Model):
         self.cell_clip = None
         if config.clip_cell:
             self.cell_clip = tf.Variable(8.0, trainable=False, name="cell_clip")
-        self.embedding = keras.layers.Embedding(
+        self.embedding = self.embedding_class(
             config.vocabulary_size, config.hidden_dim, name="embedding",
             embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
         self.target_embedding = self.embedding
         if not config.tie_embeddings:
-            self.target_embedding = keras.layers.Embedding(
+            self.target_embedding = self.embedding_class(
                 config.vocabulary_size, config.hidden_dim, name="target_embedding",
                 embeddings_initializer=keras.initializers.RandomUniform(-0.1, 0.1))
-        self.encoder = GNMTEncoder(
+        self.encoder = self.encoder_class(
             config.num_encoder_layers, config.hidden_dim, config.dropout,
             config.residual_start, self.cell_clip, name="encoder",
             recompute=config.recompute,
             bidirectional_layers=config.bidirectional_layers)
-        self.decoder = GNMTDecoder(
+        self.decoder = self.decoder_class(
             config.num_decoder_layers, config.hidden_dim, config.attention_dim,
             config.dropout, config.residual_start, self.cell_clip, name="decoder",
             recompute=config.recompute, input_feeding=config.input_feeding)
         self.output_bias = self.add_weight(
             "output_bias", shape=(config.vocabulary_size,), initializer="zeros")
         if not config.tie_embeddings:
-            self.output_dense = keras.layers.Dense(
+            self.output_dense = self.dense_class(
                 config.vocabulary_size, use_bias=False, name="output")
 
     def _logits(self, outputs, rows=None):
