@@ -5,7 +5,11 @@ at batch 32 and batch 1, decoding a fixed number of tokens per sentence (no
 end token can be produced, no early stopping), three ways:
 
 - ours: `gnmt_tf.decoding.beam_search` in one `tf.function`, driving
-  `TaskSpaceTransformer.step` with its KV cache;
+  `TaskSpaceTransformer.step` with its KV cache, growing by a position a
+  step (what `Translator` uses);
+- ours, fixed cache: the same with the fixed-size KV cache (the TFLite and
+  XLA layout) of exactly the output length: the old default's best case,
+  since `Translator` sized it for `max_length_ratio` (2) times the source;
 - ours, no cache: the same search, but every step re-runs the whole
   teacher-forced decoder over the prefix generated so far (what a
   Transformer without incremental decoding does);
@@ -96,12 +100,16 @@ def no_cache_step_fn(model, max_length):
     return initial_state, step
 
 
-def ours_fn(model, output_length, cache=True):
+CACHES = ("growing", "fixed", "none")
+
+
+def ours_fn(model, output_length, cache="growing"):
     def search(source_ids, src_lang, tgt_lang, tags):
         encoded = model.encode(source_ids, src_lang, tgt_lang, tags)
-        if cache:
-            state, step = model.initial_state(encoded, output_length), \
-                model.step
+        if cache != "none":
+            state = model.initial_state(encoded, output_length,
+                                        growing_cache=cache == "growing")
+            step = model.step
         else:
             initial_state, step = no_cache_step_fn(model, output_length)
             state = initial_state(encoded)
@@ -233,7 +241,7 @@ def _child_ours(args, batch, cache, threads):
     import subprocess
 
     argv = [sys.executable, __file__, "--child-ours",
-            f"{batch},{int(cache)},{threads}", "--preset", args.preset,
+            f"{batch},{cache},{threads}", "--preset", args.preset,
             "--source-length", str(args.source_length),
             "--output-length", str(args.output_length),
             "--repeats", str(args.repeats)]
@@ -267,13 +275,14 @@ def main(argv=None):
 
     counts = [int(t) for t in args.thread_counts.split(",")]
     if args.child_ours:  # one of `_child_ours`' processes
-        batch, cache, threads = (int(x) for x in args.child_ours.split(","))
+        batch, cache, threads = args.child_ours.split(",")
+        batch, threads = int(batch), int(threads)
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
         tf.random.set_seed(0)
         model = TaskSpaceTranslationModel.from_preset(args.preset,
                                                       dropout=0.0)
-        print(f"RESULT {bench_ours(model, batch, args, bool(cache))}")
+        print(f"RESULT {bench_ours(model, batch, args, cache)}")
         return 0
     tf.config.threading.set_intra_op_parallelism_threads(counts[0])
     tf.config.threading.set_inter_op_parallelism_threads(counts[0])
@@ -322,7 +331,8 @@ def main(argv=None):
             print(f"TFLite export failed: {e}", file=sys.stderr)
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
-            best(f"ours_{key}", ours(batch, True))
+            best(f"ours_{key}", ours(batch, "growing"))
+            best(f"ours_fixed_cache_{key}", ours(batch, "fixed"))
             for compute_type, prefix in (("default", "ctranslate2"),
                                          ("int8", "ctranslate2_int8")):
                 if engines[compute_type, counts[0]] is None:
@@ -335,7 +345,12 @@ def main(argv=None):
                      lambda threads: bench_tflite(tflite_path, model, batch,
                                                   args, threads))
             if not args.skip_no_cache:
-                best(f"ours_nocache_{key}", ours(batch, False))
+                best(f"ours_nocache_{key}", ours(batch, "none"))
+            if results.get(f"ours_{key}") and results.get(
+                    f"ours_fixed_cache_{key}"):
+                results[f"growing_over_fixed_cache_{key}"] = round(
+                    results[f"ours_{key}"]
+                    / results[f"ours_fixed_cache_{key}"], 3)
             for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
                                       (f"ours_tflite_int8_weights_{key}",
                                        f"ctranslate2_int8_{key}")):

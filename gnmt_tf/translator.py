@@ -127,6 +127,11 @@ class Translator:
       jit_compile_step: bool. Run the model's step compiled with XLA
         (`gnmt_tf.decoding.xla_step`): faster per step, but compiled again
         for each new batch shape; off by default.
+      growing_cache: bool or None. Search with a decoder cache that grows
+        by a position each step (`initial_state(..., growing_cache=True)`)
+        instead of one allocated for the longest output. Default: on for
+        models that offer it (`supports_growing_cache`), off with
+        `jit_compile_step` (XLA needs fixed shapes).
 
     Example:
     ```python
@@ -137,9 +142,19 @@ class Translator:
     """
 
     def __init__(self, model, subwords, max_source_length=None,
-                 shortlist=None, unk_replacer=None, jit_compile_step=False):
+                 shortlist=None, unk_replacer=None, jit_compile_step=False,
+                 growing_cache=None):
         self.model = model
         self._step = xla_step(model.step) if jit_compile_step else model.step
+        supported = getattr(model, "supports_growing_cache", False)
+        if growing_cache is None:
+            growing_cache = supported and not jit_compile_step
+        if growing_cache and not supported:
+            raise ValueError(f"{type(model).__name__} has no growing cache")
+        if growing_cache and jit_compile_step:
+            raise ValueError("jit_compile_step needs a fixed-size cache: "
+                             "growing_cache=False")
+        self.growing_cache = bool(growing_cache)
         self.subwords = subwords
         self.shortlist = shortlist
         self.unk_replacer = unk_replacer
@@ -209,10 +224,18 @@ class Translator:
         max_lengths = self.max_lengths(source_lengths, options)
         encoded = self.model.encode(source_ids, **task)
         # The search runs at most max(max_lengths) steps: the state's size.
-        state = self.model.initial_state(
+        state = self.initial_state(
             encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
         return self.run_search(state, source_lengths, options, max_lengths,
                                source_ids=source_ids)
+
+    def initial_state(self, encoded, max_length):
+        """The model's decoding state for `encoded`, with room for
+        `max_length` steps (a growing cache where this translator uses one)."""
+        if self.growing_cache:
+            return self.model.initial_state(encoded, max_length,
+                                            growing_cache=True)
+        return self.model.initial_state(encoded, max_length)
 
     def max_lengths(self, source_lengths, options: SearchOptions):
         """Output length limits `[B]`: `max_length_ratio` times the source, at

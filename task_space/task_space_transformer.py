@@ -242,19 +242,30 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
             return None
         return "tgt_lang", tuple(self.language_token_ids)
 
-    def initial_state(self, encoded, max_length=None):
+    # `initial_state(..., growing_cache=True)` exists (`Translator` uses it).
+    supports_growing_cache = True
+
+    def initial_state(self, encoded, max_length=None, growing_cache=False):
         """The decoding state before the first `step`.
 
         Args:
             encoded: the dict from `encode` (leading dimension `N`).
             max_length: int or int32 scalar; steps the KV cache can hold
                 (default `config.max_sequence_length`).
+            growing_cache: bool. Start the self-attention cache empty and
+                append a position at each step, instead of allocating
+                `max_length` positions. The in-graph searches run faster
+                with it (each step copies and attends to the positions so
+                far, not to all `max_length`); exports whose shapes must
+                stay fixed (TFLite, the `decode_step` signature, XLA) keep
+                the fixed cache.
 
         Returns:
             dict `state`: `"time"` int32 `[N]` (zeros), `"source_mask"` bool
             `[N, S]`, `"decoder_task"` `[N, d]` (with the task space), and
             per decoder layer `"layer_{i}"`: `"self_key"`, `"self_value"`
-            zeros `[N, max_length, H, Dh]`, `"cross_key"`, `"cross_value"`
+            zeros `[N, max_length, H, Dh]` (or, growing, `"past_key"`,
+            `"past_value"` `[N, 0, H, Dh]`), `"cross_key"`, `"cross_value"`
             `[N, S, H, Dh]`.
         """
         if max_length is None:
@@ -265,13 +276,15 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
                  "source_mask": encoded["source_mask"]}
         if "decoder_task" in encoded:
             state["decoder_task"] = encoded["decoder_task"]
-        cache_shape = [batch, max_length, self.config.num_heads,
-                       self.config.head_dim]
+        cache_shape = [batch, 0 if growing_cache else max_length,
+                       self.config.num_heads, self.config.head_dim]
+        names = (("past_key", "past_value") if growing_cache
+                 else ("self_key", "self_value"))
         for i, layer in enumerate(self.decoder_layers):
             cross_key, cross_value = layer.compute_cross_key_value(memory)
             state[f"layer_{i}"] = {
-                "self_key": tf.zeros(cache_shape, memory.dtype),
-                "self_value": tf.zeros(cache_shape, memory.dtype),
+                names[0]: tf.zeros(cache_shape, memory.dtype),
+                names[1]: tf.zeros(cache_shape, memory.dtype),
                 "cross_key": cross_key,
                 "cross_value": cross_value}
         return state
@@ -283,13 +296,13 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
             ids: int32 `[N]`, the previous token (`bos_id` at the start).
             state: from `initial_state` or the previous `step`; row `n` is
                 at position `state["time"][n]`, which must be below the
-                cache length `max_length`.
+                cache length `max_length` (a growing cache has no limit).
 
         Returns:
             `(log_probs, attention, new_state)`: float32 log-softmax `[N, V]`,
             float32 `[N, S]` last-layer cross-attention averaged over heads,
             and the state advanced by one position (same structure and
-            shapes).
+            shapes; a growing cache gains a position).
         """
         hidden, attention, new_state = self.step_hidden(ids, state)
         log_probs = tf.nn.log_softmax(self.output_logits(hidden))

@@ -79,30 +79,41 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
 
         Args:
             x: float `[N, 1, d]`, the input at each row's position `time`.
-            cache: dict of `"self_key"`, `"self_value"` (float
-                `[N, L, H, Dh]`, self-attention keys/values of positions
-                `< time`, zeros elsewhere) and `"cross_key"`, `"cross_value"`
-                (float `[N, S, H, Dh]`, from `compute_cross_key_value`).
+            cache: dict of `"cross_key"`, `"cross_value"` (float
+                `[N, S, H, Dh]`, from `compute_cross_key_value`) and the
+                self-attention keys/values of past positions, either
+                fixed-size, `"self_key"`, `"self_value"` (float
+                `[N, L, H, Dh]`: positions `< time` filled, zeros
+                elsewhere), or growing, `"past_key"`, `"past_value"` (float
+                `[N, t, H, Dh]`: one position per earlier `step` call, all
+                of them attended to).
             time: int32 `[N]`, the position of `x` in each row; `< L`.
             cross_mask: optional bool `[N, 1, S]`, source padding.
 
         Returns:
             `(x [N, 1, d], cross_attention [N, H, 1, S], new_cache)`, where
-            `new_cache` has this position's key/value written at `time`;
-            all shapes are unchanged, so it can loop in `tf.while_loop`.
+            `new_cache` has this position's key/value written at `time`
+            (fixed: all shapes unchanged, so it loops in `tf.while_loop`
+            and in TFLite) or appended (growing: `t + 1` positions).
         """
         h = self._attention_norm(x)
         query = self._attention.project_query(h)
         key, value = self._attention.project_key_value(h)  # [N, 1, H, Dh]
-        max_length = tf.shape(cache["self_key"])[1]
-        positions = tf.range(max_length)[None, :]  # [1, L]
-        write = tf.equal(positions, time[:, None])[:, :, None, None]
-        keys = tf.where(write, key, cache["self_key"])  # [N, L, H, Dh]
-        values = tf.where(write, value, cache["self_value"])
-        self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
+        if "past_key" in cache:  # a growing cache: append, nothing masked
+            keys = tf.concat([cache["past_key"], key], axis=1)
+            values = tf.concat([cache["past_value"], value], axis=1)
+            self_mask = None
+            new_cache = dict(cache, past_key=keys, past_value=values)
+        else:
+            max_length = tf.shape(cache["self_key"])[1]
+            positions = tf.range(max_length)[None, :]  # [1, L]
+            write = tf.equal(positions, time[:, None])[:, :, None, None]
+            keys = tf.where(write, key, cache["self_key"])  # [N, L, H, Dh]
+            values = tf.where(write, value, cache["self_value"])
+            self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
+            new_cache = dict(cache, self_key=keys, self_value=values)
         h, _ = self._attention.attend(query, keys, values, mask=self_mask)
         x = self.residual(x, h, "self_attention")
         x, probabilities = self._cross_attention_and_ffn(
             x, cache["cross_key"], cache["cross_value"], cross_mask, False)
-        new_cache = dict(cache, self_key=keys, self_value=values)
         return x, probabilities, new_cache

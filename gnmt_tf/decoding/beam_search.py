@@ -109,6 +109,14 @@ def reorder_beams(x, beam_indices, beam_size, unchanged=False):
                                       beam_indices))
 
 
+def state_shape_invariant(x):
+    """The `tf.while_loop` shape invariant of a decoding-state entry: any
+    number of rows and the other axes as they are, except that an axis of
+    length 0 may grow (a KV cache that gains a position at every step)."""
+    return tf.TensorShape([None] + [None if d == 0 else d
+                                    for d in x.shape[1:].as_list()])
+
+
 def pad_last(x, size):
     """Zero-pads the last axis of `x` up to `size` (a no-op once there)."""
     rank = x.shape.rank
@@ -419,8 +427,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         tf.TensorShape([]),
         tf.nest.map_structure(buffer_shape, alive),
         tf.nest.map_structure(buffer_shape, finished),
-        tf.nest.map_structure(
-            lambda x: tf.TensorShape([None] + x.shape[1:].as_list()), state),
+        tf.nest.map_structure(state_shape_invariant, state),
         tf.TensorShape([None]),
     )
     num_steps, _, finished, _, _ = tf.while_loop(

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from gnmt_tf.decoding.beam_search import DecodingResult
 from gnmt_tf.decoding.beam_search import pad_last
+from gnmt_tf.decoding.beam_search import state_shape_invariant
 
 
 def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
@@ -96,9 +97,7 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
         tf.TensorShape([None, None]), tf.TensorShape([None]),
         tf.TensorShape([None]), tf.TensorShape([None, None, None]),
         tf.TensorShape([None]),
-        tf.nest.map_structure(
-            lambda x: tf.TensorShape([None] + x.shape[1:].as_list()),
-            initial_state),
+        tf.nest.map_structure(state_shape_invariant, initial_state),
     )
     num_steps, _, ids, log_prob, lengths, history, _, _ = tf.while_loop(
         cond, body, loop_vars, shape_invariants=shape_invariants,

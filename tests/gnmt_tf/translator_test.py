@@ -111,3 +111,41 @@ def test_xla_compiled_step_translates_the_same(translator, tiny_model_dir,
         assert [h[0].text for h in got] == [h[0].text for h in want]
         assert [h[0].score for h in got] == pytest.approx(
             [h[0].score for h in want], abs=1e-4)
+
+
+def test_growing_cache_is_the_transformer_default_and_translates_the_same(
+        ts_model_dir, multiway_dir):
+    """The task-space Transformer searches with a growing KV cache by
+    default; the fixed-size cache gives the same n-best lists."""
+    import gzip
+
+    model, subwords, _ = load_model(ts_model_dir)
+    growing = Translator(model, subwords)
+    fixed = Translator(model, subwords, growing_cache=False)
+    assert growing.growing_cache and not fixed.growing_cache
+    with gzip.open(multiway_dir / "train.en.gz", "rt") as lines:
+        sources = [next(lines).strip() for _ in range(10)]
+    task = dict(src_lang="en", tgt_lang="fr", tags=["caption"])
+    for options in (SearchOptions(beam_size=1),
+                    SearchOptions(beam_size=3, num_hypotheses=2,
+                                  coverage_penalty=0.2)):
+        want = fixed.translate_nbest(sources, options, 4, **task)
+        got = growing.translate_nbest(sources, options, 4, **task)
+        assert [[h.text for h in n] for n in got] == \
+            [[h.text for h in n] for n in want]
+        assert [h.score for n in got for h in n] == pytest.approx(
+            [h.score for n in want for h in n], abs=1e-4)
+    assert any(n[0].text for n in want)  # a real output, not all empty
+
+
+def test_growing_cache_needs_a_model_with_one_and_no_xla(tiny_model_dir,
+                                                         ts_model_dir):
+    gnmt, gnmt_subwords, _ = load_model(tiny_model_dir)
+    assert not Translator(gnmt, gnmt_subwords).growing_cache
+    with pytest.raises(ValueError, match="no growing cache"):
+        Translator(gnmt, gnmt_subwords, growing_cache=True)
+    model, subwords, _ = load_model(ts_model_dir)
+    assert not Translator(model, subwords,
+                          jit_compile_step=True).growing_cache
+    with pytest.raises(ValueError, match="fixed-size cache"):
+        Translator(model, subwords, growing_cache=True, jit_compile_step=True)

@@ -10,6 +10,7 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 import tf_keras as keras
 
+from gnmt_tf.decoding.beam_search import state_shape_invariant
 from task_space.config import TransformerConfig
 from task_space.task_space_transformer import TaskSpaceTransformer
 
@@ -92,10 +93,10 @@ def test_encoder_and_decoder_task_encodings_differ(model):
     assert np.all(np.abs(encoder_task - decoder_task).max(-1) > 1e-6)
 
 
-def _cached_decode(model, inputs, max_length=MAX_LENGTH):
+def _cached_decode(model, inputs, max_length=MAX_LENGTH, growing=False):
     encoded = model.encode(inputs["source_ids"], inputs["src_lang"],
                            inputs["tgt_lang"], inputs["tags"])
-    state = model.initial_state(encoded, max_length)
+    state = model.initial_state(encoded, max_length, growing_cache=growing)
     log_probs, attention = [], []
     for t in range(inputs["target_in_ids"].shape[1]):
         step_log_probs, step_attention, state = model.step(
@@ -124,8 +125,28 @@ def test_decoding_state(model):
         3, MAX_LENGTH, H, CONFIG.head_dim)
 
 
-def test_cached_decoding_in_while_loop_with_beams(model):
-    """tf.function, None batch, tf.repeat tiling, tf.gather reordering."""
+def test_growing_cache_gives_the_full_pass(model):
+    """A growing cache starts empty, gains one position per `step`, and
+    gives the full pass's log-probabilities and attention."""
+    inputs = _inputs()
+    log_probs, attention, state = _cached_decode(model, inputs, growing=True)
+    expected_log_probs, expected_attention = _expected(model, inputs)
+    np.testing.assert_allclose(log_probs, expected_log_probs, atol=1e-5)
+    np.testing.assert_allclose(attention, expected_attention, atol=1e-6)
+    steps = inputs["target_in_ids"].shape[1]
+    for name in ("past_key", "past_value"):
+        assert state["layer_0"][name].shape == (3, steps, H, CONFIG.head_dim)
+    assert "self_key" not in state["layer_0"]
+    empty = model.initial_state(
+        model.encode(inputs["source_ids"], inputs["src_lang"],
+                     inputs["tgt_lang"], inputs["tags"]), growing_cache=True)
+    assert empty["layer_0"]["past_key"].shape[1] == 0
+
+
+@pytest.mark.parametrize("growing", [False, True])
+def test_cached_decoding_in_while_loop_with_beams(model, growing):
+    """tf.function, None batch, tf.repeat tiling, tf.gather reordering,
+    with either cache layout."""
     beams = 2
     spec = tf.TensorSpec
 
@@ -135,7 +156,8 @@ def test_cached_decoding_in_while_loop_with_beams(model):
         spec([None, None], tf.int32)])
     def decode(source_ids, src_lang, tgt_lang, tags, target_in_ids):
         encoded = model.encode(source_ids, src_lang, tgt_lang, tags)
-        state = model.initial_state(encoded, MAX_LENGTH)
+        state = model.initial_state(encoded, MAX_LENGTH,
+                                    growing_cache=growing)
         state = tf.nest.map_structure(
             lambda t: tf.repeat(t, beams, axis=0), state)
         targets = tf.repeat(target_in_ids, beams, axis=0)  # [N, T]
@@ -154,10 +176,14 @@ def test_cached_decoding_in_while_loop_with_beams(model):
                     outputs.write(t, log_probs))
 
         length = tf.shape(targets)[1]
+        loop_vars = (0, state, tf.range(rows),
+                     tf.TensorArray(tf.float32, size=length))
         _, _, _, outputs = tf.while_loop(
-            lambda t, *_: t < length, body,
-            (0, state, tf.range(rows),
-             tf.TensorArray(tf.float32, size=length)))
+            lambda t, *_: t < length, body, loop_vars,
+            shape_invariants=(
+                tf.TensorShape([]),
+                tf.nest.map_structure(state_shape_invariant, state),
+                tf.TensorShape([None]), tf.TensorShape(None)))
         return tf.transpose(outputs.stack(), [1, 0, 2])  # [N, T, V]
 
     inputs = _inputs()

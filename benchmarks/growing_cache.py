@@ -1,0 +1,121 @@
+"""Benchmark: the growing KV cache against the fixed one, on a trained model.
+
+`Translator` now gives the task-space Transformer a self-attention cache
+that gains one position per step (`initial_state(..., growing_cache=True)`)
+instead of one allocated for the longest allowed output (`max_length_ratio`
+times the longest source of the batch). This translates the same sentences
+both ways, checks that the outputs are the same, and times them:
+
+    python benchmarks/growing_cache.py --model multi30k-transformer \\
+        --data-dir ../shared/data/multi30k [--sentences 1000] \\
+        [--batch-sizes 32,1] [--repeats 3] [--clock cpu]
+
+Per batch size: the two settings alternate (each traced once on the first
+batch before timing), the median of the repeats is reported, as seconds
+and as the speed-up of the growing cache. `--clock cpu` times this
+process's CPU time instead of the wall clock (steadier on a shared
+machine). Writes `benchmarks/results/growing_cache.json`.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "growing_cache.json"
+TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
+
+
+def positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def measure(translators, sources, options, batch_size, repeats, clock):
+    """`{name: (outputs, [seconds...])}`, the settings alternating."""
+    for translator in translators.values():  # trace once per setting
+        translator.translate(sources[:batch_size], options, batch_size,
+                             **TASK)
+    results = {name: (None, []) for name in translators}
+    for _ in range(repeats):
+        for name, translator in translators.items():
+            start = clock()
+            outputs = translator.translate(sources, options, batch_size,
+                                           **TASK)
+            results[name][1].append(clock() - start)
+            results[name] = (outputs, results[name][1])
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="multi30k-transformer",
+                        help="model directory or shipped name")
+    parser.add_argument("--data-dir", default=str(
+        REPO_ROOT.parent / "shared" / "data" / "multi30k"))
+    parser.add_argument("--sentences", type=positive_int, default=1000,
+                        help="first N test_2016_flickr sentences (batch "
+                             "size 1 takes the first N // 8)")
+    parser.add_argument("--batch-sizes", default="32,1")
+    parser.add_argument("--beam-size", type=positive_int, default=4)
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--output", default=str(RESULT))
+    args = parser.parse_args(argv)
+    try:
+        batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]
+    except (ValueError, argparse.ArgumentTypeError) as e:
+        parser.error(f"--batch-sizes: {e}")
+
+    from gnmt_tf.data import corpus
+    from gnmt_tf.io_utils import write_text_atomic
+    from gnmt_tf.model_dir import load_model
+    from gnmt_tf.translator import SearchOptions, Translator
+
+    model, subwords, _ = load_model(args.model)
+    translators = {"fixed": Translator(model, subwords, growing_cache=False),
+                   "growing": Translator(model, subwords, growing_cache=True)}
+    sources = corpus.read_lines(corpus.split_path(
+        args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
+    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    result = {}
+    for batch_size in batch_sizes:
+        subset = sources if batch_size > 1 else sources[:max(
+            1, len(sources) // 8)]
+        runs = measure(translators, subset, options, batch_size,
+                       args.repeats, clock)
+        median = {name: statistics.median(times)
+                  for name, (_, times) in runs.items()}
+        fixed, growing = runs["fixed"][0], runs["growing"][0]
+        result[f"batch{batch_size}"] = {
+            "sentences": len(subset),
+            "seconds_median": {n: round(t, 2) for n, t in median.items()},
+            "seconds_all": {n: [round(t, 2) for t in times]
+                            for n, (_, times) in runs.items()},
+            "speedup": round(median["fixed"] / median["growing"], 3),
+            "identical_outputs": sum(a == b for a, b in zip(fixed, growing)),
+        }
+        print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
+              flush=True)
+    result.update(
+        model=args.model, split="test_2016_flickr", direction="en-de",
+        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
+        command="python benchmarks/growing_cache.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]))
+    write_text_atomic(pathlib.Path(args.output),
+                      json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
