@@ -19,6 +19,7 @@ machine). Writes `benchmarks/results/growing_cache.json`.
 
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -108,6 +109,7 @@ def main(argv=None):
         print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
               flush=True)
     result.update(
+        cpu_count=os.cpu_count(), load_average_at_end=os.getloadavg(),
         model=args.model, split="test_2016_flickr", direction="en-de",
         beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
         command="python benchmarks/growing_cache.py " + " ".join(
