@@ -41,6 +41,7 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # (a PyPI "benchmarks"
 # package may shadow this folder)
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
 import search_errors  # noqa: E402
 from results_file import command_line, update_section  # noqa: E402
 
@@ -221,7 +222,7 @@ def main(argv=None):
     parser.add_argument("--beam", type=int, default=10)
     parser.add_argument("--widths", default="3")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--pruning-batch-size", type=int, default=32,
+    parser.add_argument("--pruning-batch-size", type=positive_int, default=32,
                         help="sentences per search call in gnmt_pruning "
                              "(1: each sentence's search stops on its own)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",

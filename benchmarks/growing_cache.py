@@ -29,16 +29,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "growing_cache.json"
 TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def measure(translators, sources, options, batch_size, repeats, clock):
@@ -74,7 +68,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]
-    except (ValueError, argparse.ArgumentTypeError) as e:
+    except argparse.ArgumentTypeError as e:
         parser.error(f"--batch-sizes: {e}")
 
     from gnmt_tf.data import corpus
