@@ -1,8 +1,11 @@
 """Benchmark: the host-side search (TFLite) against the in-graph one.
 
 On a trained model directory and a test split it exports the float32 TFLite
-model once (into `--work-dir`, reused on later runs) and translates the
-same `--sentences` sentences, in interleaved repetitions, with:
+model twice, once (into `--work-dir`, reused on later runs): the default,
+`decode_step` at any source length with a growing KV cache where the model
+has one, in ``dynamic/``, and `--fixed-shapes` (the state at the longest
+source, a fixed cache) in ``fixed/``. It translates the same `--sentences`
+sentences, in interleaved repetitions, with:
 
 - ``translator_batch32``: the in-process `Translator` (the SavedModel's
   graph: encoder + `tf.while_loop` beam search), 32 sentences per call;
@@ -11,7 +14,9 @@ same `--sentences` sentences, in interleaved repetitions, with:
 - ``tflite_batch1``: the same, one sentence at a time (what the host
   search did before it was batched);
 - ``tflite_auto``: the default, `HostTranslator.auto_batch_size`
-  sentences together (``auto_batch_size`` in the settings).
+  sentences together (``auto_batch_size`` in the settings);
+- ``tflite_fixed_batch32``, ``tflite_fixed_batch1``: the fixed-shape
+  export, 32 and 1 sentences together.
 
 It reports sentences/s (median of `--repeats`), the ratios
 ``tflite_batch32_over_translator`` and ``tflite_batch32_over_batch1``, and
@@ -36,6 +41,8 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from gnmt_tf.cli.arg_types import non_negative_float  # noqa: E402
+from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
 from results_file import command_line, update_section  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "export.json"
@@ -50,17 +57,18 @@ def parse_args(argv=None):
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
     parser.add_argument("--test-split", default="test_2016_flickr")
-    parser.add_argument("--sentences", type=int, default=96)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--beam-size", type=int, default=4)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--sentences", type=positive_int, default=96)
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--beam-size", type=positive_int, default=4)
+    parser.add_argument("--alpha", type=non_negative_float, default=0.6)
+    parser.add_argument("--threads", type=positive_int, default=None,
                         help="TFLite interpreter threads (default: LiteRT's)")
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: this process's CPU time, for ratios on "
                         "a machine shared with other jobs")
-    parser.add_argument("--max-source-length", type=int, default=None)
-    parser.add_argument("--max-target-length", type=int, default=None)
+    parser.add_argument("--max-source-length",
+                        type=number(integer=True, minimum=2), default=None)
+    parser.add_argument("--max-target-length", type=positive_int, default=None)
     parser.add_argument("--work-dir", default="benchmarks/runs/host_search")
     parser.add_argument("--out", default=str(RESULT))
     return parser.parse_args(argv)
@@ -85,14 +93,19 @@ def main(argv=None):
                                   args.src_lang, args.tgt_lang)
     src = src[:args.sentences]
     work = pathlib.Path(args.work_dir)
-    model_path = work / "model_float32.tflite"
-    if not model_path.exists():
-        export_tflite(args.model, work, "float32", args.max_source_length,
-                      args.max_target_length)
     options = SearchOptions(beam_size=args.beam_size,
                             length_penalty=args.alpha)
     translator = Translator.from_model_dir(args.model)
-    host = HostTranslator.from_tflite(model_path, num_threads=args.threads)
+    hosts = {}
+    for layout, fixed_shapes in (("dynamic", False), ("fixed", True)):
+        model_path = work / layout / "model_float32.tflite"
+        if not model_path.exists():
+            export_tflite(args.model, work / layout, "float32",
+                          args.max_source_length, args.max_target_length,
+                          fixed_shapes)
+        hosts[layout] = HostTranslator.from_tflite(model_path,
+                                                   num_threads=args.threads)
+    host, fixed = hosts["dynamic"], hosts["fixed"]
     search = dict(beam_size=args.beam_size, length_penalty=args.alpha)
     runners = {
         "translator_batch32": lambda batch: translator.translate(
@@ -102,6 +115,10 @@ def main(argv=None):
         "tflite_batch1": lambda batch: host.translate(
             batch, batch_size=1, **search, **task),
         "tflite_auto": lambda batch: host.translate(batch, **search, **task),
+        "tflite_fixed_batch32": lambda batch: fixed.translate(
+            batch, batch_size=32, **search, **task),
+        "tflite_fixed_batch1": lambda batch: fixed.translate(
+            batch, batch_size=1, **search, **task),
     }
     outputs, times = {}, {key: [] for key in runners}
     for key, run in runners.items():  # warm-up: tracing, allocation
@@ -134,6 +151,9 @@ def main(argv=None):
                                                      "tflite_batch1"),
         "same_text_tflite_vs_translator": agree("tflite_batch32",
                                                  "translator_batch32"),
+        "growing_cache": bool(getattr(translator.model,
+                                      "supports_growing_cache", False)
+                              and args.max_target_length is None),
         "settings": {"model": args.model, "task": args.task,
                      "test_split": args.test_split, "sentences": len(src),
                      "beam_size": args.beam_size, "alpha": args.alpha,
@@ -144,6 +164,12 @@ def main(argv=None):
                      "load_average_at_end": os.getloadavg(),
                      "cpu_count": os.cpu_count()},
     }
+    section["dynamic_over_fixed_shapes_batch32"] = round(
+        speed["tflite_batch32"] / speed["tflite_fixed_batch32"], 3)
+    section["dynamic_over_fixed_shapes_batch1"] = round(
+        speed["tflite_batch1"] / speed["tflite_fixed_batch1"], 3)
+    section["same_text_dynamic_vs_fixed_shapes"] = agree(
+        "tflite_batch32", "tflite_fixed_batch32")
     update_section(args.out, "host_search", section,
                    command_line("host_search_speed.py", argv))
     import json

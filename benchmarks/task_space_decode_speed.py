@@ -18,10 +18,15 @@ end token can be produced, no early stopping), three ways:
   position tables; per-token log-probabilities agree with ours to 1e-6),
   beam 4, `min_decoding_length = max_decoding_length` to fix the length.
 
+- ours, TFLite float32: our TFLite export (`export.tflite.convert`, the
+  default shapes: any source length, growing KV cache), its `encode` +
+  `decode_step` driven by the batched host search
+  (`gnmt_tf.host_search.beam_search_batch`), what `gnmt-tf translate
+  --tflite` runs;
+
 and, for 8-bit weights, CTranslate2 with ``compute_type="int8"`` against
 our TFLite export with int8 weights (``dynamic_range``: the same weights,
-no QAT ranges needed; its `encode` + `decode_step` driven by the batched
-host search, `gnmt_tf.host_search.beam_search_batch`).
+no QAT ranges needed; the same host search).
 
 Tokens/s counts the best hypothesis' tokens: batch * output length / wall
 time of one call (median of the timed repeats, after one warm-up call).
@@ -33,7 +38,9 @@ behind each figure are in ``best_threads``). The CPU's SIMD flags
     python benchmarks/task_space_decode_speed.py [--thread-counts 1,2] \\
         [--source-length 20] [--output-length 20] [--repeats 3]
 
-Writes `benchmarks/results/task_space_decode_speed.json`.
+Writes `benchmarks/results/task_space_decode_speed.json`, keeping the
+``earlier*`` entries already there (`--keep-previous-as NAME` also files
+the previous run's figures under NAME).
 """
 
 import argparse
@@ -56,6 +63,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from gnmt_tf.decoding import beam_search  # noqa: E402
+from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from task_space.task_space_translation_model import (  # noqa: E402
     TaskSpaceTranslationModel)
 
@@ -197,8 +206,8 @@ def bench_ctranslate2(engine, model, batch, args):
 
 
 def build_tflite(model, directory, quantization):
-    """Our TFLite export of `model` (`export.tflite.convert`) and its
-    runtime; the cache holds `max_target_length` positions."""
+    """The path of our TFLite export of `model` (`export.tflite.convert`,
+    default shapes)."""
     from export.tflite import convert
 
     path = pathlib.Path(directory) / f"model_{quantization}.tflite"
@@ -259,11 +268,12 @@ def main(argv=None):
     parser.add_argument("--preset", default="transformer_small")
     parser.add_argument("--thread-counts", default="1,2",
                         help="each engine's best over these thread counts")
-    parser.add_argument("--source-length", type=int, default=20,
+    parser.add_argument("--source-length",
+                        type=number(integer=True, minimum=2), default=20,
                         help="source tokens per sentence, EOS included")
-    parser.add_argument("--output-length", type=int, default=20,
+    parser.add_argument("--output-length", type=positive_int, default=20,
                         help="target tokens decoded per sentence")
-    parser.add_argument("--repeats", type=int, default=3,
+    parser.add_argument("--repeats", type=positive_int, default=3,
                         help="timed calls at batch 32 (x3 at batch 1)")
     parser.add_argument("--batch-sizes", default="32,1")
     parser.add_argument("--child-ours", default=None,
@@ -271,6 +281,9 @@ def main(argv=None):
     parser.add_argument("--skip-no-cache", action="store_true",
                         help="leave out the decoder without a KV cache")
     parser.add_argument("--output", default=str(RESULT))
+    parser.add_argument("--keep-previous-as", default=None,
+                        help="file the output's previous figures under this "
+                             "key (e.g. earlier_fixed_shapes_tflite)")
     args = parser.parse_args(argv)
 
     counts = [int(t) for t in args.thread_counts.split(",")]
@@ -324,11 +337,14 @@ def main(argv=None):
                 engines[compute_type, threads], engine_names[compute_type] = (
                     build_ctranslate2(model, tmp / "m", threads,
                                       compute_type))
-        tflite_path = None
-        try:
-            tflite_path = build_tflite(model, tmp, "dynamic_range")
-        except Exception as e:  # noqa: BLE001  (reported in the JSON)
-            print(f"TFLite export failed: {e}", file=sys.stderr)
+        tflite_paths = {}
+        for quantization, name in (("float32", "float32"),
+                                   ("dynamic_range", "int8_weights")):
+            try:
+                tflite_paths[name] = build_tflite(model, tmp, quantization)
+            except Exception as e:  # noqa: BLE001  (reported in the JSON)
+                print(f"TFLite {quantization} export failed: {e}",
+                      file=sys.stderr)
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
             best(f"ours_{key}", ours(batch, "growing"))
@@ -340,10 +356,10 @@ def main(argv=None):
                     continue
                 best(f"{prefix}_{key}", lambda threads: bench_ctranslate2(
                     engines[compute_type, threads], model, batch, args))
-            if tflite_path is not None:
-                best(f"ours_tflite_int8_weights_{key}",
-                     lambda threads: bench_tflite(tflite_path, model, batch,
-                                                  args, threads))
+            for name, path in tflite_paths.items():
+                best(f"ours_tflite_{name}_{key}",
+                     lambda threads, path=path: bench_tflite(
+                         path, model, batch, args, threads))
             if not args.skip_no_cache:
                 best(f"ours_nocache_{key}", ours(batch, "none"))
             if results.get(f"ours_{key}") and results.get(
@@ -352,6 +368,8 @@ def main(argv=None):
                     results[f"ours_{key}"]
                     / results[f"ours_fixed_cache_{key}"], 3)
             for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                      (f"ours_tflite_float32_{key}",
+                                       f"ctranslate2_{key}"),
                                       (f"ours_tflite_int8_weights_{key}",
                                        f"ctranslate2_int8_{key}")):
                 if results.get(ours_key) and results.get(ct2_key):
@@ -378,14 +396,23 @@ def main(argv=None):
         "ctranslate2": engine_names.get("default"),
         "int8": "CTranslate2 compute_type int8; ours: TFLite dynamic-range"
                 " (int8 weights) through the batched host search",
+        "tflite_shapes": "default: any source length, growing KV cache",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
         "note": "see load_average_at_end: on a shared machine the ratios "
                 "are the useful part",
     }
     path = pathlib.Path(args.output)
+    previous = json.loads(path.read_text()) if path.exists() else {}
+    for name, value in previous.items():
+        if name.startswith("earlier"):
+            results[name] = value
+    if args.keep_previous_as:
+        results[args.keep_previous_as] = {
+            name: value for name, value in previous.items()
+            if not name.startswith("earlier")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    write_text_atomic(path, json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 

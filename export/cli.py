@@ -81,14 +81,22 @@ def register(subparsers):
     tflite.add_argument(
         "--max-source-length", type=number(integer=True, minimum=2),
         default=None,
-        help="longest source in subwords, end token included (decode_step's "
-             "fixed attention-memory length; default 128, task-space models: "
-             "their max_sequence_length + 1, + 2 with a <2xx> source token)")
+        help="longest source in subwords, end token included (with "
+             "--fixed-shapes also decode_step's attention-memory length; "
+             "default 128, task-space models: their max_sequence_length + 1, "
+             "+ 2 with a <2xx> source token)")
     tflite.add_argument(
         "--max-target-length", type=positive_int, default=None,
-        help="task-space models: KV-cache length, the longest output in "
-             "subwords with the end token (default: max_sequence_length, at "
+        help="task-space models: a fixed KV cache of this length, the "
+             "longest output in subwords with the end token (default: a "
+             "growing cache; with --fixed-shapes max_sequence_length, at "
              "most 128)")
+    tflite.add_argument(
+        "--fixed-shapes", action="store_true",
+        help="decode_step with fixed shapes, for runtimes that cannot "
+             "resize inputs: the state at --max-source-length positions and "
+             "a KV cache of --max-target-length (default: any source length "
+             "and a growing cache, faster)")
     tflite.add_argument(
         "--int8", action="store_true",
         help="int8 weights and activations (model_int8.tflite) from a QAT "
@@ -176,7 +184,8 @@ def run(args) -> int:
                 raise ValueError("--int8 and --quantization exclude each other")
             quantization = "int8"
         paths = export_tflite(args.model, args.out, quantization,
-                              args.max_source_length, args.max_target_length)
+                              args.max_source_length, args.max_target_length,
+                              args.fixed_shapes)
         for path in paths.values():
             print(f"wrote {path}", file=sys.stderr)
         return 0

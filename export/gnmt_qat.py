@@ -187,15 +187,16 @@ class QATAdditiveAttention(FakeQuantMixin, AdditiveAttention):
     def call(self, query, memory, memory_keys, memory_mask, training=None):
         training = resolve_training(training)
         single_step = query.shape.rank == 2
-        if single_step:
-            query = query[:, None, :]
+        if single_step:  # expand_dims: see AdditiveAttention.call
+            query = tf.expand_dims(query, 1)
         memory = self.fake_quant("memory", memory, training)
         q = self.query_dense(query, training=training)  # [B, T, A]
         hidden = self.fake_quant(
-            "hidden", tf.tanh(q[:, :, None, :] + memory_keys[:, None, :, :]),
+            "hidden", tf.tanh(tf.expand_dims(q, 2)
+                              + tf.expand_dims(memory_keys, 1)),
             training)  # [B, T, S, A]
         scores = tf.squeeze(self.score_dense(hidden, training=training), -1)
-        scores = tf.where(memory_mask[:, None, :], scores, -1e9)
+        scores = tf.where(tf.expand_dims(memory_mask, 1), scores, -1e9)
         probs = self.fake_quant("probabilities", tf.nn.softmax(scores, -1),
                                 training)
         # No range of its own: the context only feeds the next layers'

@@ -101,7 +101,8 @@ STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
 
 
 def make_step_functions(model, encode_batch_size=None, step_source_length=None,
-                        encode_fn=None, encode_specs=None, cache_length=None):
+                        encode_fn=None, encode_specs=None, cache_length=None,
+                        growing_cache=False):
     """The `encode` and `decode_step` functions of a step-function model.
 
     Both are concrete functions with flat keyword inputs and dict outputs, as
@@ -127,13 +128,26 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         `model.initial_state(encoded, cache_length)`, so the cache, and with
         it the longest output, has this many positions. None: the model's
         default (`model.initial_state(encoded)`).
+      growing_cache: bool. For models with `supports_growing_cache`:
+        `encode` returns an empty self-attention cache and each
+        `decode_step` returns it one position longer (its time axis is
+        unknown in `decode_step`), so a step reads and writes only the
+        positions so far; `cache_length` must then be None. `encode`
+        leaves the empty cache out (TFLite cannot return an empty tensor):
+        callers start each `decode_step` input that `encode` does not
+        return as zeros of batch 1 and length 0 along its unknown axes.
 
     Returns:
       `(encode, decode_step)`.
 
     Raises:
-      ValueError: a state tensor is named like a `decode_step` input/output.
+      ValueError: a state tensor is named like a `decode_step` input/output,
+        or `growing_cache` for a model without one or with `cache_length`.
     """
+    if growing_cache and not getattr(model, "supports_growing_cache", False):
+        raise ValueError(f"{type(model).__name__} has no growing cache")
+    if growing_cache and cache_length is not None:
+        raise ValueError("a growing cache has no cache_length")
     if encode_fn is None:
         encode_fn = model.encode
         encode_specs = [tf.TensorSpec([encode_batch_size, None], tf.int32,
@@ -141,15 +155,26 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
     # The nesting of the state, to rebuild it from flat signature inputs;
     # recorded while `encode` is traced.
     template = {}
+    empty = {}  # name -> TensorSpec of the state left out of `encode`
 
     def encode_body(*inputs):
         encoded = encode_fn(*inputs)
-        if cache_length is None:
+        if growing_cache:
+            state = model.initial_state(encoded, growing_cache=True)
+        elif cache_length is None:
             state = model.initial_state(encoded)
         else:
             state = model.initial_state(encoded, cache_length)
         template.update(tf.nest.map_structure(lambda _: None, state))
-        return flatten_state(state)
+        flat = flatten_state(state)
+        for name, value in list(flat.items()):
+            if 0 in value.shape[1:]:  # a growing cache's empty time axis
+                empty[name] = tf.TensorSpec(
+                    [None] + [None if d == 0 else d
+                              for d in value.shape[1:].as_list()],
+                    value.dtype, name=name)
+                del flat[name]
+        return flat
 
     encode = tf.function(encode_body, autograph=False,
                          input_signature=list(encode_specs))
@@ -160,6 +185,7 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
                       for d in value.shape[1:].as_list()],
             value.dtype, name=name)
         for name, value in encoded.items()}
+    state_specs.update(empty)
     clash = set(STEP_RESERVED_NAMES) & set(state_specs)
     if clash:
         raise ValueError(f"decoding state names {sorted(clash)} clash with "

@@ -3,9 +3,10 @@ host-side search (`gnmt_tf.tflite_translator.TFLiteTranslator`).
 
 The SentencePiece ops and a search with dynamic buffers do not run well in
 TFLite, so the model offers the SavedModel's two step signatures
-(`export.savedmodel`), with the task inputs as ids and some sizes fixed
-(see `StepModule`) so that the converter needs builtin ops only (no Flex
-delegate). `model.json` next to the model tells the host the task inputs'
+(`export.savedmodel`), with the task inputs as ids and shapes the converter
+lowers with builtin ops only (no Flex delegate; see `StepModule`): by
+default a step takes any source length and the task-space Transformer's
+cache grows by a position per step; `fixed_shapes` fixes both. `model.json` next to the model tells the host the task inputs'
 names, the source prefix and the lengths.
 
 Formats (`QUANTIZATIONS`): ``float32``; ``dynamic_range`` (int8 weights,
@@ -43,34 +44,57 @@ DEFAULT_MAX_TARGET_LENGTH = 128  # cache length, at most the model's limit
 class StepModule(WeightsModule):
     """A model with only its `encode` and `decode_step` functions.
 
-    Fixed shapes, so that the converter needs only builtin ops: `encode`
-    takes one sentence at a time (`source_ids` `[1, S]`; GNMT's encoder
-    `tf.scan` is lowered only when the loop's element shapes, batch
-    included, are static), `decode_step`'s source-length state has a fixed
-    length `max_source_length` (the attention's broadcasting slices are
-    lowered only with at most one unknown dimension; the host pads
-    `encode`'s outputs, and masked positions get exactly zero attention),
-    and a cache has `max_target_length` positions.
+    Shapes the converter lowers with builtin ops only: `encode` takes one
+    sentence at a time (`source_ids` `[1, S]`; GNMT's encoder `tf.scan` is
+    lowered only when the loop's element shapes, batch included, are
+    static). `decode_step` takes its state at any batch size and, by
+    default, at any source length: the host stacks a batch's states padded
+    to its longest source (masked positions get exactly zero attention), so
+    a step reads and attends to only those positions. A model with a
+    growing cache (`supports_growing_cache`, the task-space Transformer)
+    gets one by default: empty from `encode`, one position longer after
+    each `decode_step`. The host resizes the interpreter's inputs as the
+    shapes change (`gnmt_tf.tflite_runtime`).
+
+    `fixed_shapes` gives runtimes that cannot resize inputs a
+    `decode_step` whose source-length state is `max_source_length` long
+    (the host zero-pads `encode`'s outputs to it) and whose cache holds
+    `max_target_length` positions. It costs speed: every step then reads
+    and attends to `L` source and `T` cache positions. A fixed cache is
+    also what a model without a growing one gets, and what a given
+    `max_target_length` asks for.
 
     Args:
       model: a `gnmt_tf.seq2seq_model.Seq2SeqModel`, weights loaded.
       max_source_length: int `L`. Longest source, in subwords with the end
         token (and source prefix).
       max_target_length: int `T` or None. Cache length, for models with a
-        fixed-size decoder cache (`model.max_target_length` set).
+        fixed-size decoder cache (`model.max_target_length` set); None
+        for a growing cache.
+      fixed_shapes: bool. See above.
     """
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
-                 max_target_length=None):
+                 max_target_length=None, fixed_shapes=False):
         super().__init__(model, "steps")
         encode, specs = task_encode_function(model, batch_size=1)
+        growing = growing_cache(model, fixed_shapes, max_target_length)
         self.encode, self.decode_step = make_step_functions(
-            model, encode_batch_size=1, step_source_length=max_source_length,
+            model, encode_batch_size=1,
+            step_source_length=max_source_length if fixed_shapes else None,
             encode_fn=encode, encode_specs=specs,
-            cache_length=max_target_length)
+            cache_length=None if growing else max_target_length,
+            growing_cache=growing)
 
     def signatures(self):
         return {"encode": self.encode, "decode_step": self.decode_step}
+
+
+def growing_cache(model, fixed_shapes=False, max_target_length=None):
+    """Whether a model's export gets a growing cache: where the model has
+    one, unless `fixed_shapes` or a cache length is asked for."""
+    return bool(getattr(model, "supports_growing_cache", False)
+                and not fixed_shapes and max_target_length is None)
 
 
 def default_lengths(model, max_source_length=None, max_target_length=None):
@@ -108,6 +132,16 @@ def default_lengths(model, max_source_length=None, max_target_length=None):
     return int(max_source_length), max_target_length
 
 
+def export_lengths(model, max_source_length=None, max_target_length=None,
+                   fixed_shapes=False):
+    """`default_lengths`, with no cache length `T` where the export gets
+    a growing cache (`growing_cache`)."""
+    lengths = default_lengths(model, max_source_length, max_target_length)
+    if growing_cache(model, fixed_shapes, max_target_length):
+        return lengths[0], None
+    return lengths
+
+
 def check_quantization(quantization):
     """Raises a ValueError naming the known formats for an unknown one."""
     if quantization not in QUANTIZATIONS:
@@ -116,7 +150,7 @@ def check_quantization(quantization):
 
 
 def convert(model, quantization="float32", max_source_length=None,
-            max_target_length=None, share_table=True):
+            max_target_length=None, share_table=True, fixed_shapes=False):
     """Converts a `Seq2SeqModel` to a two-signature TFLite flatbuffer.
 
     Args:
@@ -126,6 +160,7 @@ def convert(model, quantization="float32", max_source_length=None,
         `default_lengths`.
       share_table: bool. ``int8``: store a tied embedding table once
         (`export.tflite_tied_table`); False keeps the converter's copies.
+      fixed_shapes: bool. See `StepModule`.
 
     Returns:
       The TFLite model as `bytes`.
@@ -145,8 +180,9 @@ def convert(model, quantization="float32", max_source_length=None,
                 "directory (gnmt-tf export qat --model ... --out QAT_DIR)")
         if share_table and getattr(model.config, "tie_embeddings", True):
             table = model.embedding.embeddings.numpy()
-    module = StepModule(model, *default_lengths(model, max_source_length,
-                                                max_target_length))
+    module = StepModule(model, *export_lengths(
+        model, max_source_length, max_target_length, fixed_shapes),
+                        fixed_shapes=fixed_shapes)
     return convert_module(module, quantization, table)
 
 
@@ -195,11 +231,19 @@ def int8_report(model_path):
     return report
 
 
-def export_metadata(model, payload, max_source_length, max_target_length):
+def export_metadata(model, payload, max_source_length, max_target_length,
+                    fixed_shapes=False):
     """The `model.json` dict a host translator reads: the task inputs, the
-    source prefix, a default task, the two lengths, and the model
-    directory's own entries (`directory_metadata`)."""
+    source prefix, a default task, the lengths (`export_lengths`), the
+    shapes, and the model directory's own entries
+    (`directory_metadata`)."""
     prefix = model.source_prefix
+    growing = growing_cache(model, fixed_shapes, max_target_length)
+    if growing:  # no cache length: the model's own limit
+        output_length = model.max_target_length
+    else:
+        output_length = (None if max_target_length is None else
+                         min(max_target_length, model.max_target_length))
     return {
         **directory_metadata(payload),
         "task_inputs": [t.to_json() for t in model.task_inputs()],
@@ -213,14 +257,16 @@ def export_metadata(model, payload, max_source_length, max_target_length):
         "eos_id": model.config.eos_id,
         "max_source_length": max_source_length,
         "max_target_length": max_target_length,
+        "fixed_shapes": bool(fixed_shapes),
+        "growing_cache": growing,
         # Where the host stops: the cache, or the model's own limit.
-        "max_output_length": (None if max_target_length is None else
-                              min(max_target_length, model.max_target_length)),
+        "max_output_length": output_length,
     }
 
 
 def export_tflite(model_dir, out_dir, quantization="float32",
-                  max_source_length=None, max_target_length=None):
+                  max_source_length=None, max_target_length=None,
+                  fixed_shapes=False):
     """Writes a trained model directory's TFLite model, vocabulary and
     `model.json` (any model type).
 
@@ -237,20 +283,23 @@ def export_tflite(model_dir, out_dir, quantization="float32",
       out_dir: directory to write to (created if missing).
       quantization: one of `QUANTIZATIONS`.
       max_source_length, max_target_length: int or None; see
-        `default_lengths`.
+        `default_lengths` (a `max_target_length` gives a fixed cache).
+      fixed_shapes: bool. See `StepModule`.
 
     Returns:
       `{"model": Path of model_<quantization>.tflite, "vocabulary": Path of
       spm.model, "metadata": Path of model.json}`.
 
     Raises:
-      ValueError: an unknown `quantization`, bad lengths, or ``int8`` for a
-        float model directory.
+      ValueError: an unknown `quantization`, bad lengths, or ``int8`` for
+        a float model directory.
     """
     check_quantization(quantization)
     model, subwords, payload = model_dir_lib.load_model(model_dir)
-    lengths = default_lengths(model, max_source_length, max_target_length)
-    flatbuffer = convert(model, quantization, *lengths)
+    lengths = export_lengths(model, max_source_length, max_target_length,
+                             fixed_shapes)
+    flatbuffer = convert(model, quantization, *lengths,
+                         fixed_shapes=fixed_shapes)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"model": out_dir / f"model_{quantization}.tflite",
@@ -258,6 +307,6 @@ def export_tflite(model_dir, out_dir, quantization="float32",
              "metadata": out_dir / METADATA_FILE}
     write_bytes_atomic(paths["model"], flatbuffer)
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
-    metadata = export_metadata(model, payload, *lengths)
+    metadata = export_metadata(model, payload, *lengths, fixed_shapes)
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

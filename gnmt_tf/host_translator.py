@@ -50,7 +50,9 @@ MAX_BATCH_SIZE = 32  # sentences searched together, at most
 # the step itself); measured on the task-space Transformer's TFLite export
 # (1.6 MB a hypothesis: a 128-position KV cache), 32 sentences at once took
 # 1.7x the CPU time of one at a time, a batch that no longer fits in the
-# CPU caches. `auto_batch_size` keeps a batch's state under this.
+# CPU caches. `auto_batch_size` keeps a batch's state under this. (The
+# default exports take the state at the source's own length with a growing
+# cache: a few KB a hypothesis at the start, so their batches are full.)
 STATE_BUDGET_BYTES = 16 * 2**20
 
 

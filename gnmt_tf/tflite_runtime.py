@@ -6,6 +6,9 @@ TFLite stays here: `decode_step` takes some state tensors at a fixed length
 where `encode` returns them at the source's length (see
 `export.tflite.StepModule`); which ones, and to what length, is read from
 the two signatures' shapes, and `encode`'s outputs are zero-padded to it.
+An export with a growing cache takes any lengths instead, and its `encode`
+leaves the empty cache out (TFLite returns no empty tensor): the host
+starts it empty.
 The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
 not installed; nothing else imports TensorFlow.
 """
@@ -69,6 +72,13 @@ class TFLiteRuntime:
             self.encode_runner.get_output_details(), step_inputs)
         lengths = [shape[1] for shape in self._padded_shapes.values()]
         self.max_source_length = min(lengths) if lengths else None
+        encoded = self.encode_runner.get_output_details()
+        self._empty_state = {  # growing caches: batch 1, no positions yet
+            name: np.zeros([1] + [max(int(d), 0) for d in
+                                  detail["shape_signature"][1:]],
+                           detail["dtype"])
+            for name, detail in step_inputs.items()
+            if name != "ids" and name not in encoded}
         self._warm_up()
 
     def _warm_up(self):
@@ -91,7 +101,8 @@ class TFLiteRuntime:
     def encode(self, source_ids, task):
         """`source_ids` int32 `[1, S]` + `task` (the other `encode` inputs,
         arrays of batch 1) -> the decoding state, `decode_step`'s dtypes,
-        its fixed-length tensors zero-padded (masks False)."""
+        its fixed-length tensors zero-padded (masks False), and a growing
+        cache empty."""
         state = self.encode_runner(source_ids=np.asarray(source_ids, np.int32),
                                    **task)
         padded = {}
@@ -101,6 +112,7 @@ class TFLiteRuntime:
                        zip(value.shape, self._padded_shapes[name])]
                 value = np.pad(value, pad)
             padded[name] = value.astype(self._step_dtypes[name], copy=False)
+        padded.update(self._empty_state)
         return padded
 
     def step(self, ids, state):

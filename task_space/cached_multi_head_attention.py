@@ -94,7 +94,9 @@ class CachedMultiHeadAttention(QuantizationPoints, keras.layers.Layer):
         scores = self.fake_quant("scores", tf.einsum(
             "bthk,bshk->bhts", query, key), training)  # [B, H, T, S]
         if mask is not None:
-            scores = tf.where(mask[:, None, :, :], scores,
+            # expand_dims, not mask[:, None]: TFLite lowers a new-axis
+            # slice only with at most one unknown dimension.
+            scores = tf.where(tf.expand_dims(mask, 1), scores,
                               tf.cast(mask_value(scores.dtype), scores.dtype))
         probabilities = self.fake_quant(
             "probabilities", tf.nn.softmax(scores, axis=-1), training)

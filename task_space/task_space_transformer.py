@@ -314,7 +314,7 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         time = state["time"]
         x = self._embed(ids[:, None], state.get("decoder_task"),
                         time[:, None], "decoder")  # [N, 1, d]
-        cross_mask = state["source_mask"][:, None, :]  # [N, 1, S]
+        cross_mask = tf.expand_dims(state["source_mask"], 1)  # [N, 1, S]
         new_state = dict(state, time=time + 1)
         for i, layer in enumerate(self.decoder_layers):
             x, probabilities, new_state[f"layer_{i}"] = layer.step(

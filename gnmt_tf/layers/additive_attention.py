@@ -35,13 +35,16 @@ class AdditiveAttention(keras.layers.Layer):
         return self.memory_dense(memory)
 
     def call(self, query, memory, memory_keys, memory_mask):
+        # expand_dims, not x[:, None]: TFLite lowers a new-axis slice only
+        # with at most one unknown dimension (batch and source length).
         single_step = query.shape.rank == 2
         if single_step:
-            query = query[:, None, :]
+            query = tf.expand_dims(query, 1)
         q = self.query_dense(query)  # [B, T, A]
-        hidden = tf.tanh(q[:, :, None, :] + memory_keys[:, None, :, :])  # [B,T,S,A]
+        hidden = tf.tanh(tf.expand_dims(q, 2)
+                         + tf.expand_dims(memory_keys, 1))  # [B, T, S, A]
         scores = tf.squeeze(self.score_dense(hidden), -1)  # [B, T, S]
-        scores = tf.where(memory_mask[:, None, :], scores, -1e9)
+        scores = tf.where(tf.expand_dims(memory_mask, 1), scores, -1e9)
         probs = tf.nn.softmax(scores, axis=-1)
         context = tf.matmul(probs, memory)  # [B, T, Dk]
         if single_step:

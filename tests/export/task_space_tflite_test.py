@@ -1,7 +1,8 @@
 """TFLite export of a task-space Transformer and its host-side search:
-files, signatures, builtin ops, the cache length, quantized formats, bad
-inputs and the CLI. (Parity with `Translator`:
-`tests/harness/model_family_test.py`, for every model family.)"""
+files, signatures, builtin ops, the growing and the fixed cache, quantized
+formats, bad inputs and the CLI. (Parity of the default export with
+`Translator`: `tests/harness/model_family_test.py`, for every model
+family.)"""
 
 import json
 
@@ -14,18 +15,44 @@ from model_families import FAMILIES_BY_NAME
 # The family's requests: two directions the tiny model was trained on,
 # sources of 4-14 subwords. `max_length_ratio` 2 would allow up to 30 output
 # subwords, but every search stops at the model's max_sequence_length (16),
-# even though this export's KV cache holds 32 positions.
+# with a growing cache (the default) and with a fixed one of 32 positions.
 TASK_SPACE = FAMILIES_BY_NAME["task_space_transformer"]
 DIRECTIONS = [(task["src_lang"], task["tgt_lang"], task["tags"],
                list(sentences)) for task, sentences in TASK_SPACE.requests]
 SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
-CACHE_LENGTH = TASK_SPACE.tflite["max_target_length"]
+CACHE_LENGTH = 32  # the fixed-cache export's
 
 
 @pytest.fixture(scope="session")
 def ts_tflite(task_space):
+    """The default export (growing cache), as the harness made it."""
     return task_space.tflite
+
+
+@pytest.fixture(scope="session")
+def ts_fixed_tflite_dir(ts_model_dir, tmp_path_factory):
+    """The fixed-shape export: `--fixed-shapes` with a KV cache of
+    `CACHE_LENGTH` positions, through the CLI."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("ts_fixed_tflite")
+    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+                 str(out), "--fixed-shapes",
+                 f"--max-target-length={CACHE_LENGTH}"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def ts_fixed_tflite(ts_fixed_tflite_dir):
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    return TFLiteTranslator(ts_fixed_tflite_dir / "model_float32.tflite")
+
+
+def _shapes(details):
+    return {name: (d["shape_signature"].tolist(), d["dtype"].__name__)
+            for name, d in details.items()}
 
 
 def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
@@ -45,25 +72,55 @@ def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
                                     "tags": ["caption"]}
     assert meta["source_prefix"] is None
     assert meta["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
-    assert meta["max_target_length"] == CACHE_LENGTH
+    assert meta["growing_cache"] is True
+    assert meta["max_target_length"] is None
     assert meta["max_output_length"] == MAX_SEQUENCE_LENGTH
 
 
-def test_signatures(ts_tflite):
+def test_signatures_growing_cache(ts_tflite):
+    """Any source length and cache length in `decode_step`; `encode` leaves
+    the empty cache out and the host starts it at length 0."""
     assert [t.name for t in ts_tflite.task_inputs()] == [
         "src_lang", "tgt_lang", "tags"]
-
-    def shapes(details):
-        return {name: (d["shape_signature"].tolist(), d["dtype"].__name__)
-                for name, d in details.items()}
-
     runtime = ts_tflite.runtime
-    encode = shapes(runtime.encode_runner.get_input_details())
+    encode = _shapes(runtime.encode_runner.get_input_details())
     assert encode == {"source_ids": ([1, -1], "int32"),
                       "src_lang": ([1], "int32"), "tgt_lang": ([1], "int32"),
                       "tags": ([1, 6], "int32")}
-    state = shapes(runtime.encode_runner.get_output_details())
-    step = shapes(runtime.step_runner.get_input_details())
+    state = _shapes(runtime.encode_runner.get_output_details())
+    step = _shapes(runtime.step_runner.get_input_details())
+    past = {f"layer_{i}__past_{kind}" for i in range(2)
+            for kind in ("key", "value")}
+    assert set(step) == set(state) | past | {"ids"}
+    for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
+        for kind in ("key", "value"):
+            assert state[f"layer_{i}__cross_{kind}"][0] == [1, -1, 2, 8]
+            assert step[f"layer_{i}__cross_{kind}"][0] == [-1, -1, 2, 8]
+            assert step[f"layer_{i}__past_{kind}"][0] == [-1, -1, 2, 8]
+    assert step["source_mask"] == ([-1, -1], "bool")
+    outputs = _shapes(runtime.step_runner.get_output_details())
+    assert set(outputs) == {"log_probs", "attention", "time"} | past
+    # The host's state: the source's own length, an empty cache.
+    encoded = runtime.encode([[5, 6, 7, ts_tflite.eos_id]],
+                             ts_tflite.task_arrays(src_lang="en",
+                                                   tgt_lang="fr")[1])
+    assert encoded["layer_0__cross_key"].shape == (1, 4, 2, 8)
+    assert encoded["layer_0__past_key"].shape == (1, 0, 2, 8)
+    log_probs, attention, changed = runtime.step(
+        [ts_tflite.bos_id], encoded)
+    assert log_probs.shape == (1, 60) and attention.shape == (1, 4)
+    assert changed["layer_1__past_value"].shape == (1, 1, 2, 8)
+    assert ts_tflite.max_source_length == MAX_SEQUENCE_LENGTH + 1
+    assert ts_tflite.max_output_length == MAX_SEQUENCE_LENGTH
+
+
+def test_signatures_fixed_cache(ts_fixed_tflite, ts_fixed_tflite_dir):
+    meta = json.loads((ts_fixed_tflite_dir / "model.json").read_text())
+    assert meta["fixed_shapes"] is True and meta["growing_cache"] is False
+    assert meta["max_target_length"] == CACHE_LENGTH
+    runtime = ts_fixed_tflite.runtime
+    state = _shapes(runtime.encode_runner.get_output_details())
+    step = _shapes(runtime.step_runner.get_input_details())
     assert set(step) == set(state) | {"ids"}
     length, cache = MAX_SEQUENCE_LENGTH + 1, CACHE_LENGTH
     for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
@@ -74,14 +131,25 @@ def test_signatures(ts_tflite):
             assert step[f"layer_{i}__self_{kind}"][0] == [-1, cache, 2, 8]
     assert step["source_mask"] == ([-1, length], "bool")
     assert step["time"] == ([-1], "int32")
-    outputs = shapes(runtime.step_runner.get_output_details())
+    outputs = _shapes(runtime.step_runner.get_output_details())
     assert set(outputs) == {"log_probs", "attention", "time"} | {
         f"layer_{i}__self_{kind}" for i in range(2)
         for kind in ("key", "value")}
     assert outputs["attention"][0] == [-1, length]
-    assert ts_tflite.max_source_length == length
+    assert ts_fixed_tflite.max_source_length == length
     # A cache longer than the model's max_sequence_length is not used up.
-    assert ts_tflite.max_output_length == min(cache, MAX_SEQUENCE_LENGTH)
+    assert ts_fixed_tflite.max_output_length == min(cache,
+                                                    MAX_SEQUENCE_LENGTH)
+
+
+def test_growing_cache_searches_as_the_fixed_one(ts_tflite, ts_fixed_tflite):
+    """The two layouts do the same float32 arithmetic (masked positions add
+    exact zeros), so the searches agree: same texts, scores to rounding."""
+    for search in SEARCHES:
+        texts, scores = _tflite(ts_fixed_tflite, search)
+        got_texts, got_scores = _tflite(ts_tflite, search)
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores, abs=1e-4)
 
 
 def test_builtin_ops_only(ts_tflite_dir):
@@ -120,7 +188,9 @@ def _tflite(translator, search):
     return texts, scores
 
 
-def test_kv_cache_bounds_the_output(ts_tflite):
+@pytest.mark.parametrize("layout", ["growing", "fixed"])
+def test_output_stops_at_the_model_limit(ts_tflite, ts_fixed_tflite, layout):
+    ts_tflite = ts_tflite if layout == "growing" else ts_fixed_tflite
     source_ids = ts_tflite.sentencepiece.encode("a dog runs") + [
         ts_tflite.eos_id]
     prefix, task = ts_tflite.task_arrays(src_lang="en", tgt_lang="fr",
@@ -143,7 +213,7 @@ def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
     assert paths["model"].name == f"model_{quantization}.tflite"
     meta = json.loads(paths["metadata"].read_text())  # the default lengths
     assert meta["max_source_length"] == MAX_SEQUENCE_LENGTH + 1
-    assert meta["max_target_length"] == MAX_SEQUENCE_LENGTH
+    assert meta["growing_cache"] and meta["max_target_length"] is None
     float32_size = (ts_tflite_dir / "model_float32.tflite").stat().st_size
     if quantization == "float16":
         assert paths["model"].stat().st_size < float32_size

@@ -27,9 +27,39 @@ def test_signatures(tflite_translator, fresh_process):
     runtime = tflite_translator.runtime
     encode = runtime.encode_runner.get_input_details()["source_ids"]
     assert encode["shape_signature"].tolist() == [1, -1]
+    # Any source length: the host pads a batch to its longest source only.
     memory = runtime.step_runner.get_input_details()["memory"]
-    assert memory["shape_signature"].tolist() == [-1, 128, 32]  # H = 32
-    assert tflite_translator.max_source_length == 128
+    assert memory["shape_signature"].tolist() == [-1, -1, 32]  # H = 32
+    assert runtime.max_source_length is None
+    assert tflite_translator.max_source_length == 128  # model.json's
+    state = runtime.encode([[5, 6, 2]], {})
+    assert state["memory"].shape == (1, 3, 32)
+
+
+def test_fixed_shapes_search_as_the_default(gnmt, tflite_translator,
+                                            settings, tmp_path):
+    """`--fixed-shapes`: the state at 128 source positions, zero-padded by
+    the host; masked positions get exactly zero attention, so the search
+    is the default export's."""
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    assert main(["export", "tflite", "--model", str(gnmt.model_dir),
+                 "--out", str(tmp_path), "--fixed-shapes"]) == 0
+    fixed = TFLiteTranslator(tmp_path / "model_float32.tflite")
+    memory = fixed.runtime.step_runner.get_input_details()["memory"]
+    assert memory["shape_signature"].tolist() == [-1, 128, 32]
+    assert fixed.runtime.encode([[5, 6, 2]], {})["memory"].shape == (
+        1, 128, 32)
+    for beam_size in (1, 3):
+        got = fixed.translate_nbest(settings.sentences, beam_size=beam_size,
+                                    num_hypotheses=beam_size)
+        want = tflite_translator.translate_nbest(
+            settings.sentences, beam_size=beam_size, num_hypotheses=beam_size)
+        assert [h.text for n in got for h in n] == [
+            h.text for n in want for h in n]
+        assert [h.score for n in got for h in n] == pytest.approx(
+            [h.score for n in want for h in n], abs=1e-4)
 
 
 def test_nbest_is_sorted(tflite_translator, settings):
