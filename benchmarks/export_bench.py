@@ -54,6 +54,9 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+from gnmt_tf.cli.arg_types import (non_negative_float, number,  # noqa: E402
+                                   positive_float, positive_int)
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
 # tflite_float32 is the like-for-like speed reference of the TFLite
 # variants (same host-side search, same runtime).
@@ -74,21 +77,26 @@ def parse_args(argv=None):
     parser.add_argument("--test-split", default="test_2016_flickr")
     parser.add_argument("--qat-model",
                         help="existing QAT model directory (else fine-tune)")
-    parser.add_argument("--qat-steps", type=int, default=1000)
-    parser.add_argument("--qat-minutes", type=float, default=None)
+    parser.add_argument("--qat-steps", type=positive_int, default=1000)
+    parser.add_argument("--qat-minutes", type=positive_float, default=None)
     parser.add_argument("--work-dir", default="benchmarks/runs/export_bench",
                         help="where exports (and a fine-tuned QAT model) go")
-    parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--alpha", type=float, default=0.6)
-    parser.add_argument("--max-sentences", type=int,
+    parser.add_argument("--beam-size", type=positive_int, default=5)
+    parser.add_argument("--alpha", type=non_negative_float, default=0.6)
+    parser.add_argument("--max-sentences", type=positive_int,
                         help="use only the first N test sentences")
-    parser.add_argument("--latency-sentences", type=int, default=100)
-    parser.add_argument("--parity-sentences", type=int, default=500)
-    parser.add_argument("--max-source-length", type=int, default=None,
+    parser.add_argument("--latency-sentences", type=positive_int, default=100)
+    parser.add_argument("--parity-sentences", type=positive_int, default=500)
+    parser.add_argument("--max-source-length",
+                        type=number(integer=True, minimum=2), default=None,
                         help="TFLite source limit (default: per model type)")
-    parser.add_argument("--threads", type=int, default=None,
+    parser.add_argument("--threads", type=positive_int, default=None,
                         help="TFLite interpreter threads (default: LiteRT's)")
     parser.add_argument("--out", default="benchmarks/results/export.json")
+    parser.add_argument("--keep-previous-as", default=None,
+                        help="file the output's previous figures under this "
+                             "key (its host_search and earlier* sections are "
+                             "always kept)")
     return parser.parse_args(argv)
 
 
@@ -245,8 +253,16 @@ def main(argv=None):
     results["command"] = "python " + " ".join(
         shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
     out = pathlib.Path(args.out)
+    previous = json.loads(out.read_text()) if out.exists() else {}
+    kept = {key: value for key, value in previous.items()
+            if key == "host_search" or key.startswith("earlier")}
+    if args.keep_previous_as:
+        kept[args.keep_previous_as] = {
+            key: value for key, value in previous.items()
+            if key not in kept}
+    results = {**results, **kept}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_text_atomic(out, json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0
 
