@@ -2,13 +2,18 @@
 
 `TFLiteRuntime` is the LiteRT adapter of `gnmt_tf.host_translator`: it runs
 the two signatures `export.tflite.export_tflite` writes. What is special to
-TFLite stays here: `decode_step` takes some state tensors at a fixed length
-where `encode` returns them at the source's length (see
-`export.tflite.StepModule`); which ones, and to what length, is read from
-the two signatures' shapes, and `encode`'s outputs are zero-padded to it.
-An export with a growing cache takes any lengths instead, and its `encode`
-leaves the empty cache out (TFLite returns no empty tensor): the host
-starts it empty.
+TFLite stays here (see `export.tflite.StepModule`), read from the two
+signatures' shapes:
+
+- a growing KV cache (the task-space Transformer's default export) is not
+  returned by `encode` (TFLite returns no empty tensor): the host starts
+  it empty;
+- a `--fixed-shapes` export's `decode_step` takes some state tensors at a
+  fixed length where `encode` returns them at the source's length:
+  `encode`'s outputs are zero-padded to it;
+- the interpreter's inputs are resized as their shapes change (every step
+  with a growing cache), and copied in only when they are new arrays.
+
 The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
 not installed; nothing else imports TensorFlow.
 """
