@@ -84,8 +84,9 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     encode_fn, specs = task_encode_function(model)
-    encode, decode_step = make_step_functions(model, encode_fn=encode_fn,
-                                              encode_specs=specs)
+    encode, decode_step = make_step_functions(
+        model, encode_fn=encode_fn, encode_specs=specs,
+        growing_cache=getattr(model, "supports_growing_cache", False))
     paths = {}
     for name, function in (("encode", encode), ("decode_step", decode_step)):
         traced, specs = _positional(function)
@@ -118,10 +119,12 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     paths["vocabulary"] = out_dir / model_dir_lib.VOCAB_FILE
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
     paths["metadata"] = out_dir / METADATA_FILE
-    # Shapes are dynamic: only a model's own length limit bounds the source.
+    # Shapes are dynamic: only a model's own length limit bounds the source,
+    # and a KV cache grows (no cache length).
     max_source_length = (None if model.max_target_length is None
                          else default_lengths(model)[0])
+    growing = getattr(model, "supports_growing_cache", False)
     metadata = export_metadata(model, payload, max_source_length,
-                               model.max_target_length)
+                               None if growing else model.max_target_length)
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

@@ -3,9 +3,10 @@
 `OnnxRuntime` is the ONNX Runtime adapter of `gnmt_tf.host_translator`: it
 runs the two graphs `export.onnx_export.export_onnx` writes,
 ``encode.onnx`` and ``decode_step.onnx``. Their shapes are dynamic, so the
-state goes from one to the other as it is; `decode_step` gives its new
-state as ``next_<name>`` (an ONNX output cannot share an input's name),
-renamed back here. onnxruntime is an optional dependency (the ``dev``
+state goes from one to the other as it is, except a growing KV cache, which
+`encode` does not return (the task-space Transformer's): it starts empty
+here. `decode_step` gives its new state as ``next_<name>`` (an ONNX output
+cannot share an input's name), renamed back here. onnxruntime is an optional dependency (the ``dev``
 extra), imported only when a runtime is made.
 """
 
@@ -18,6 +19,9 @@ import numpy as np
 ENCODE_FILE = "encode.onnx"
 STEP_FILE = "decode_step.onnx"
 NEXT_PREFIX = "next_"  # as export.onnx_export
+_NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
+                "tensor(int32)": np.int32, "tensor(int64)": np.int64,
+                "tensor(bool)": np.bool_}
 
 
 def _onnxruntime():
@@ -78,14 +82,25 @@ class OnnxRuntime:
         self._encode_outputs = [o.name for o in
                                 self.encode_session.get_outputs()]
         self._step_inputs = {i.name for i in self.step_session.get_inputs()}
+        # Growing caches: (static dims or 0 where unknown, dtype), batch
+        # first.
+        self._empty_state = {
+            i.name: ([d if isinstance(d, int) else 0 for d in i.shape[1:]],
+                     _NUMPY_TYPES[i.type])
+            for i in self.step_session.get_inputs()
+            if i.name != "ids" and i.name not in self._encode_outputs}
         self._step_outputs = [o.name for o in self.step_session.get_outputs()]
 
     def encode(self, source_ids, task):
         """`source_ids` int32 `[B, S]` + `task` (the other `encode` inputs,
         arrays of batch `B`) -> the decoding state."""
-        feed = {"source_ids": np.asarray(source_ids, np.int32), **task}
-        return dict(zip(self._encode_outputs,
-                        self.encode_session.run(None, feed)))
+        source_ids = np.asarray(source_ids, np.int32)
+        feed = {"source_ids": source_ids, **task}
+        state = dict(zip(self._encode_outputs,
+                         self.encode_session.run(None, feed)))
+        for name, (shape, dtype) in self._empty_state.items():
+            state[name] = np.zeros([len(source_ids)] + shape, dtype)
+        return state
 
     def step(self, ids, state):
         """`ids` int32 `[B]` + `state` -> `(log_probs [B, V], attention

@@ -11,7 +11,9 @@ def _check_steps(runtime, step_functions, source, task, steps=3):
     through ONNX Runtime (the host translator's `OnnxRuntime`) and through
     TensorFlow's `(encode, decode_step)` (`step_functions`), feeding the new
     state back as the host search does; checks the state, log-probs and
-    attention, and returns the last step's attention."""
+    attention, and returns the last step's attention. A growing cache,
+    which `encode` leaves out, starts empty in the runtime's state and gains
+    a position a step."""
     import tensorflow as tf
 
     encode, decode_step = step_functions
@@ -19,11 +21,12 @@ def _check_steps(runtime, step_functions, source, task, steps=3):
         source_ids=tf.constant(source),
         **{k: tf.constant(v) for k, v in task.items()}).items()}
     state = runtime.encode(source, task)
-    assert set(state) == set(expected)
+    growing = set(state) - set(expected)
+    assert all(state[key].shape[:2] == (2, 0) for key in growing)
     for key, value in expected.items():
         np.testing.assert_allclose(state[key], value, atol=1e-5, err_msg=key)
     ids = np.array([2, 2], np.int32)
-    for _ in range(steps):
+    for step in range(steps):
         expected = {k: v.numpy() for k, v in decode_step(
             ids=tf.constant(ids),
             **{k: tf.constant(v) for k, v in state.items()}).items()}
@@ -37,6 +40,7 @@ def _check_steps(runtime, step_functions, source, task, steps=3):
             np.testing.assert_allclose(value, expected[key], atol=1e-5,
                                        err_msg=key)
         state.update(changed)
+        assert {state[key].shape[1] for key in growing} <= {step + 1}
         ids = log_probs.argmax(-1).astype(np.int32)
     return attention
 
@@ -58,7 +62,7 @@ def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
 def test_onnx_of_the_task_space_transformer(ts_model_dir, ts_onnx_paths):
     """encode (with the task as ids) and three cached decode steps agree
     with TensorFlow's; model.json describes the task inputs and the
-    source limit."""
+    source limit. The KV cache grows (none in `encode`)."""
     import json
 
     from export.savedmodel import make_step_functions, task_encode_function
@@ -70,15 +74,19 @@ def test_onnx_of_the_task_space_transformer(ts_model_dir, ts_onnx_paths):
     assert [t["name"] for t in meta["task_inputs"]] == [
         "src_lang", "tgt_lang", "tags"]
     assert meta["max_source_length"] == 16 + 1  # max_sequence_length + end
+    assert meta["growing_cache"] and meta["max_output_length"] == 16
     model, _, _ = load_model(ts_model_dir)
     encode_fn, specs = task_encode_function(model)
     steps = make_step_functions(model, encode_fn=encode_fn,
-                                encode_specs=specs)
+                                encode_specs=specs, growing_cache=True)
+    runtime = OnnxRuntime(paths["encode"].parent)
+    assert {f"layer_{i}__past_{kind}" for i in range(2)
+            for kind in ("key", "value")} <= set(runtime._empty_state)
     source = np.array([[5, 9, 12, 7, 3], [8, 6, 3, 0, 0]], np.int32)
     task = {"src_lang": np.array([0, 1], np.int32),     # en, de
             "tgt_lang": np.array([2, 3], np.int32),     # fr, cs
             "tags": np.array([[1, 0, 0, 0, 0, 0], [0] * 6], np.int32)}
-    _check_steps(OnnxRuntime(paths["encode"].parent), steps, source, task)
+    _check_steps(runtime, steps, source, task)
 
 
 def test_onnx_rejects_unknown_model_types(capsys, tmp_path):
