@@ -42,6 +42,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: E402,F401
+from gnmt_tf.cli.arg_types import non_negative_float  # noqa: E402
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "model_zoo.json"
@@ -58,13 +60,33 @@ def supervised_directions():
             if s != t and (s, t) not in ZERO_SHOT]
 
 
-def off_target_rate(texts, language):
-    """The share of `texts` lingua does not identify as `language`."""
+def detected_languages(texts):
+    """The language lingua identifies for each of `texts` (restricted to
+    `LANGUAGES`)."""
     from pipeline.language_id import LanguageDetector
 
     detector = LanguageDetector.for_languages(LANGUAGES)
-    found = [d.language for d in detector.detect_each(texts)]
+    return [d.language for d in detector.detect_each(texts)]
+
+
+def off_target_rate(texts, language):
+    """The share of `texts` lingua does not identify as `language`."""
+    found = detected_languages(texts)
     return round(sum(code != language for code in found) / len(texts), 4)
+
+
+def language_counts(run):
+    """`{direction: {language: count}}` of a run's zero-shot outputs (the
+    files `evaluate` kept), most frequent first."""
+    import collections
+
+    counts = {}
+    for src, tgt in ZERO_SHOT:
+        path = pathlib.Path(run) / "zero_shot" / f"{src}-{tgt}.{tgt}"
+        texts = path.read_text(encoding="utf-8").splitlines()
+        counts[f"{src}-{tgt}"] = dict(collections.Counter(
+            detected_languages(texts)).most_common())
+    return counts
 
 
 class Scorer:
@@ -176,10 +198,24 @@ def report(args):
     section["train"] = {name: score["train"] for name, score in scores.items()}
     section["train_hours_each"] = {name: score["train"]["hours"]
                                    for name, score in scores.items()}
+    section["off_target_languages"] = {
+        name: language_counts(run) for name, run in runs.items()}
     section["signature"] = scores["task_space"]["signature"]
     section["split"] = SPLIT
     section["runs"] = {name: str(run) for name, run in runs.items()}
+    if args.status:
+        section["status"] = args.status
+    if args.train_command:
+        section["train_command"] = args.train_command
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    previous = data.get("zero_shot", {})
+    for key, value in previous.items():  # earlier reports stay
+        if key.startswith("earlier"):
+            section[key] = value
+    if args.keep_previous_as:
+        section[args.keep_previous_as] = {
+            key: value for key, value in previous.items()
+            if not key.startswith("earlier")}
     data["zero_shot"] = section
     data.setdefault("commands", {})["zero_shot"] = (
         "python benchmarks/zero_shot.py evaluate RUN (each); python "
@@ -196,14 +232,20 @@ def main(argv=None):
     one = sub.add_parser("evaluate", help="score one run")
     one.add_argument("run_dir")
     one.add_argument("--data-dir", default=str(DATA))
-    one.add_argument("--beam-size", type=int, default=4)
-    one.add_argument("--alpha", type=float, default=0.6)
-    one.add_argument("--batch-size", type=int, default=64)
-    one.add_argument("--limit", type=int,
+    one.add_argument("--beam-size", type=positive_int, default=4)
+    one.add_argument("--alpha", type=non_negative_float, default=0.6)
+    one.add_argument("--batch-size", type=positive_int, default=64)
+    one.add_argument("--limit", type=positive_int,
                      help="first N sentences (a smoke run; not cached)")
     both = sub.add_parser("report", help="write model_zoo.json's zero_shot")
     both.add_argument("--task-space", required=True)
     both.add_argument("--target-token", required=True)
+    both.add_argument("--status", help="a note on the runs' state")
+    both.add_argument("--train-command",
+                      help="the command that trained the runs")
+    both.add_argument("--keep-previous-as", metavar="KEY",
+                      help="file the previous zero_shot report under KEY "
+                           "(earlier* reports are always kept)")
     args = parser.parse_args(argv)
     (evaluate if args.stage == "evaluate" else report)(args)
     return 0
