@@ -57,6 +57,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 from gnmt_tf.cli.arg_types import (non_negative_float, number,  # noqa: E402
                                    positive_float, positive_int)
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
+from results_file import with_earlier  # noqa: E402  (this script's folder)
 
 # tflite_float32 is the like-for-like speed reference of the TFLite
 # variants (same host-side search, same runtime).
@@ -254,13 +255,8 @@ def main(argv=None):
         shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
     out = pathlib.Path(args.out)
     previous = json.loads(out.read_text()) if out.exists() else {}
-    kept = {key: value for key, value in previous.items()
-            if key == "host_search" or key.startswith("earlier")}
-    if args.keep_previous_as:
-        kept[args.keep_previous_as] = {
-            key: value for key, value in previous.items()
-            if key not in kept}
-    results = {**results, **kept}
+    results = with_earlier(results, previous, args.keep_previous_as,
+                           keep=("host_search",))
     out.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out, json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

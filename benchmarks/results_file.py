@@ -18,6 +18,19 @@ if str(REPO_ROOT) not in sys.path:
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
 
+def with_earlier(results, previous, keep_previous_as=None, keep=()):
+    """`results` plus what a rerun must not lose from `previous` (the
+    figures it replaces): every ``earlier*`` entry and the keys in `keep`
+    as they were, and, with `keep_previous_as`, the rest of `previous`
+    under that key (the last run, archived)."""
+    kept = {key: value for key, value in previous.items()
+            if key.startswith("earlier") or key in keep}
+    if keep_previous_as:
+        kept[keep_previous_as] = {key: value for key, value
+                                  in previous.items() if key not in kept}
+    return {**results, **kept}
+
+
 def command_line(script, argv=None) -> str:
     """`python benchmarks/<script> <args>`, shell-quoted."""
     args = sys.argv[1:] if argv is None else list(argv)

@@ -65,6 +65,7 @@ import tensorflow as tf  # noqa: E402
 from gnmt_tf.decoding import beam_search  # noqa: E402
 from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
+from results_file import with_earlier  # noqa: E402  (this script's folder)
 from task_space.task_space_translation_model import (  # noqa: E402
     TaskSpaceTranslationModel)
 
@@ -404,13 +405,7 @@ def main(argv=None):
     }
     path = pathlib.Path(args.output)
     previous = json.loads(path.read_text()) if path.exists() else {}
-    for name, value in previous.items():
-        if name.startswith("earlier"):
-            results[name] = value
-    if args.keep_previous_as:
-        results[args.keep_previous_as] = {
-            name: value for name, value in previous.items()
-            if not name.startswith("earlier")}
+    results = with_earlier(results, previous, args.keep_previous_as)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(path, json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))

@@ -44,6 +44,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import gnmt_tf  # noqa: E402,F401
 from gnmt_tf.cli.arg_types import non_negative_float  # noqa: E402
 from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from results_file import with_earlier  # noqa: E402  (this script's folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "model_zoo.json"
@@ -208,15 +209,8 @@ def report(args):
     if args.train_command:
         section["train_command"] = args.train_command
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    previous = data.get("zero_shot", {})
-    for key, value in previous.items():  # earlier reports stay
-        if key.startswith("earlier"):
-            section[key] = value
-    if args.keep_previous_as:
-        section[args.keep_previous_as] = {
-            key: value for key, value in previous.items()
-            if not key.startswith("earlier")}
-    data["zero_shot"] = section
+    data["zero_shot"] = with_earlier(section, data.get("zero_shot", {}),
+                                     args.keep_previous_as)
     data.setdefault("commands", {})["zero_shot"] = (
         "python benchmarks/zero_shot.py evaluate RUN (each); python "
         f"benchmarks/zero_shot.py report --task-space {args.task_space} "
