@@ -35,17 +35,32 @@ def top_k(scores, k):
         return np.argmax(scores, axis=1)[:, None]  # the first maximum
     if size <= k:
         return np.argsort(-scores, axis=1, kind="stable")
-    # The k-th largest value of each row; all above it are in, and the
-    # first of the ties with it fill the remaining places.
+    # The k-th largest value of each row; where exactly k entries reach it
+    # (no tie across the cut) they are the answer. `flatnonzero` because
+    # the 2-D `nonzero` is ~20x slower on a beam search's [A, K * V].
     kth = np.partition(scores, size - k, axis=1)[:, size - k, None]
+    reach = np.flatnonzero(scores >= kth)  # ascending flat positions
+    counts = np.bincount(reach // size, minlength=rows)
+    if (counts == k).all():
+        index = (reach % size).reshape(rows, k)
+    else:
+        index = np.empty([rows, k], np.int64)
+        clean = counts == k
+        index[clean] = (reach[np.repeat(clean, counts)] % size).reshape(-1, k)
+        index[~clean] = _first_k_reaching(scores[~clean], kth[~clean], k)
+    order = np.argsort(-np.take_along_axis(scores, index, 1), axis=1,
+                       kind="stable")
+    return np.take_along_axis(index, order, 1)
+
+
+def _first_k_reaching(scores, kth, k):
+    """`[R, k]` ascending indices per row: every entry above `kth`, then
+    the first of the entries equal to it (ties at the cut) to fill `k`."""
     above = scores > kth
     tie = scores == kth
     room = k - above.sum(axis=1, keepdims=True)
     take = above | (tie & (np.cumsum(tie, axis=1) <= room))
-    index = np.nonzero(take)[1].reshape(rows, k)  # ascending per row
-    order = np.argsort(-np.take_along_axis(scores, index, 1), axis=1,
-                       kind="stable")
-    return np.take_along_axis(index, order, 1)
+    return np.nonzero(take)[1].reshape(len(scores), k)
 
 
 def _check(beam_size, num_hypotheses):

@@ -60,6 +60,19 @@ def test_top_k_is_a_stable_sort_with_ties(seed):
         np.testing.assert_array_equal(top_k(scores, k), expected)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_top_k_mixes_rows_with_and_without_ties_at_the_cut(seed):
+    """Rows of distinct values take the fast path, rows whose k-th value is
+    tied past the cut the exact fallback; one call must get both right."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=[8, 300]).astype(np.float32)
+    scores[1::2] = rng.integers(0, 3, size=[4, 300])  # ties everywhere
+    scores[2, :290] = -np.inf  # fewer than 16 finite entries
+    for k in (2, 4, 16):
+        expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(top_k(scores, k), expected)
+
+
 @pytest.mark.parametrize("search", SEARCHES,
                          ids=["greedy", "beam2", "beam3_n2", "beam4_pruned"])
 @pytest.mark.parametrize("seed", [0, 3])
