@@ -71,6 +71,9 @@ def parse_args(argv=None):
     parser.add_argument("--max-target-length", type=positive_int, default=None)
     parser.add_argument("--work-dir", default="benchmarks/runs/host_search")
     parser.add_argument("--out", default=str(RESULT))
+    parser.add_argument("--keep-previous-as", default=None,
+                        help="keep the section's previous figures under "
+                        "this key (e.g. earlier_before_fast_top_k)")
     return parser.parse_args(argv)
 
 
@@ -171,7 +174,8 @@ def main(argv=None):
     section["same_text_dynamic_vs_fixed_shapes"] = agree(
         "tflite_batch32", "tflite_fixed_batch32")
     update_section(args.out, "host_search", section,
-                   command_line("host_search_speed.py", argv))
+                   command_line("host_search_speed.py", argv),
+                   args.keep_previous_as)
     import json
 
     print(json.dumps(section, indent=2))

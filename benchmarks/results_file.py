@@ -38,13 +38,18 @@ def command_line(script, argv=None) -> str:
                     + [shlex.quote(a) for a in args])
 
 
-def update_section(path, key, value, command):
+def update_section(path, key, value, command, keep_previous_as=None):
     """Sets `key` of the JSON object at `path` to `value` (a dict; its
-    "command" entry is set to `command`), keeping every other key; the file
-    is rewritten atomically."""
+    "command" entry is set to `command`), keeping every other key, and the
+    section's ``earlier*`` entries (`with_earlier`: with
+    `keep_previous_as`, its previous figures too); the file is rewritten
+    atomically."""
     path = pathlib.Path(path)
     data = json.loads(path.read_text()) if path.exists() else {}
-    data[key] = dict(value, command=command)
+    previous = data.get(key)
+    data[key] = with_earlier(dict(value, command=command),
+                             previous if isinstance(previous, dict) else {},
+                             keep_previous_as)
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False)
                       + "\n")
     return data

@@ -219,7 +219,7 @@ def build_tflite(model, directory, quantization):
 def bench_tflite(path, model, batch, args, threads):
     """Target tokens/s of the host search over a TFLite export."""
     from gnmt_tf.host_search import beam_search_batch
-    from gnmt_tf.host_translator import stack_states
+    from gnmt_tf.host_translator import encode_sources
     from gnmt_tf.tflite_runtime import TFLiteRuntime
 
     runtime = TFLiteRuntime(path, threads)
@@ -232,8 +232,7 @@ def bench_tflite(path, model, batch, args, threads):
             if name in runtime.encode_inputs}
 
     def call():
-        state = stack_states([runtime.encode(row[None], task)
-                              for row in source])
+        state = encode_sources(runtime, source, task)
         return beam_search_batch(
             runtime.step, state, [args.source_length] * batch,
             model.config.bos_id, NO_END_ID, args.output_length,

@@ -47,7 +47,9 @@ class StepModule(WeightsModule):
     Shapes the converter lowers with builtin ops only: `encode` takes one
     sentence at a time (`source_ids` `[1, S]`; GNMT's encoder `tf.scan` is
     lowered only when the loop's element shapes, batch included, are
-    static). `decode_step` takes its state at any batch size and, by
+    static), or any number of sentences of one length for models whose
+    encoder has no loop (`exports_encode_at_any_batch`, the task-space
+    Transformer). `decode_step` takes its state at any batch size and, by
     default, at any source length: the host stacks a batch's states padded
     to its longest source (masked positions get exactly zero attention), so
     a step reads and attends to only those positions. A model with a
@@ -77,10 +79,12 @@ class StepModule(WeightsModule):
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None, fixed_shapes=False):
         super().__init__(model, "steps")
-        encode, specs = task_encode_function(model, batch_size=1)
+        batch = (None if getattr(model, "exports_encode_at_any_batch", False)
+                 else 1)
+        encode, specs = task_encode_function(model, batch_size=batch)
         growing = growing_cache(model, fixed_shapes, max_target_length)
         self.encode, self.decode_step = make_step_functions(
-            model, encode_batch_size=1,
+            model, encode_batch_size=batch,
             step_source_length=max_source_length if fixed_shapes else None,
             encode_fn=encode, encode_specs=specs,
             cache_length=None if growing else max_target_length,

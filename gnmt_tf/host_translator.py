@@ -72,6 +72,25 @@ def stack_states(states):
     return stacked
 
 
+def encode_sources(runtime, sources, task):
+    """The stacked decoding state of `sources` (lists of ids): one
+    `runtime.encode` call per source length where the runtime encodes any
+    batch (`encode_batch_size` None; sentences of one length need no
+    padding, so each gets the state it gets alone), else one per sentence.
+    `task`: the `encode` task inputs, arrays of batch 1."""
+    if getattr(runtime, "encode_batch_size", 1) is not None:
+        return stack_states([runtime.encode(np.asarray([ids], np.int32), task)
+                             for ids in sources])
+    by_length = {}
+    for i, ids in enumerate(sources):
+        by_length.setdefault(len(ids), []).append(i)
+    state = stack_states([
+        runtime.encode(np.asarray([sources[i] for i in group], np.int32),
+                       task) for group in by_length.values()])
+    order = np.argsort([i for group in by_length.values() for i in group])
+    return {name: value[order] for name, value in state.items()}
+
+
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
     """One translation: its text and its search score."""
@@ -246,9 +265,7 @@ class HostTranslator:
             * np.asarray(lengths, np.float32)).astype(np.int64), 1)
         if self.max_output_length is not None:
             max_lengths = np.minimum(max_lengths, self.max_output_length)
-        state = stack_states([
-            self.runtime.encode(np.asarray([source_ids], np.int32),
-                                task or {}) for source_ids in sources])
+        state = encode_sources(self.runtime, sources, task or {})
         return beam_search_batch(
             self.runtime.step, state, lengths, self.bos_id, self.eos_id,
             max_lengths, beam_size=beam_size, length_penalty=length_penalty,

@@ -70,6 +70,9 @@ class TFLiteRuntime:
             "decode_step")
         self.encode_inputs = tuple(sorted(
             self.encode_runner.get_input_details()))
+        batch = self.encode_runner.get_input_details()["source_ids"][
+            "shape_signature"][0]
+        self.encode_batch_size = None if batch < 0 else int(batch)
         step_inputs = self.step_runner.get_input_details()
         self._step_dtypes = {name: detail["dtype"]
                              for name, detail in step_inputs.items()}
@@ -104,20 +107,26 @@ class TFLiteRuntime:
         self.step(np.ones([1], np.int32), state)
 
     def encode(self, source_ids, task):
-        """`source_ids` int32 `[1, S]` + `task` (the other `encode` inputs,
-        arrays of batch 1) -> the decoding state, `decode_step`'s dtypes,
-        its fixed-length tensors zero-padded (masks False), and a growing
-        cache empty."""
-        state = self.encode_runner(source_ids=np.asarray(source_ids, np.int32),
-                                   **task)
+        """`source_ids` int32 `[B, S]` (`B` = 1 unless `encode_batch_size`
+        is None) + `task` (the other `encode` inputs, arrays of batch 1, the
+        same for every sentence) -> the decoding state of batch `B`,
+        `decode_step`'s dtypes, its fixed-length tensors zero-padded (masks
+        False), and a growing cache empty."""
+        source_ids = np.asarray(source_ids, np.int32)
+        rows = len(source_ids)
+        if rows != 1:
+            task = {name: np.repeat(value, rows, axis=0)
+                    for name, value in task.items()}
+        state = self.encode_runner(source_ids=source_ids, **task)
         padded = {}
         for name, value in state.items():
             if name in self._padded_shapes:
-                pad = [(0, full - have) for have, full in
-                       zip(value.shape, self._padded_shapes[name])]
+                pad = [(0, 0)] + [(0, full - have) for have, full in zip(
+                    value.shape[1:], self._padded_shapes[name][1:])]
                 value = np.pad(value, pad)
             padded[name] = value.astype(self._step_dtypes[name], copy=False)
-        padded.update(self._empty_state)
+        padded.update({name: np.repeat(value, rows, axis=0)
+                       for name, value in self._empty_state.items()})
         return padded
 
     def step(self, ids, state):

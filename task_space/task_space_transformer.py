@@ -167,7 +167,9 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
         x = self._embed(source_ids, encoder_task,
                         tf.range(tf.shape(source_ids)[1]), "encoder",
                         training)
-        mask = source_mask[:, None, :]  # [B, 1, S]
+        # [B, 1, S]; expand_dims, since TFLite lowers a new-axis slice
+        # only with one unknown dimension (B and S are).
+        mask = tf.expand_dims(source_mask, 1)
         recompute = self.config.recompute and training
         for layer in self.encoder_layers:
             x = checkpointed(
@@ -244,6 +246,9 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
 
     # `initial_state(..., growing_cache=True)` exists (`Translator` uses it).
     supports_growing_cache = True
+    # The encoder has no loop, so its TFLite `encode` takes any batch size
+    # (GNMT's `tf.scan` lowers only at a fixed one).
+    exports_encode_at_any_batch = True
 
     def initial_state(self, encoded, max_length=None, growing_cache=False):
         """The decoding state before the first `step`.

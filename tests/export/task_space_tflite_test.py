@@ -84,9 +84,11 @@ def test_signatures_growing_cache(ts_tflite):
         "src_lang", "tgt_lang", "tags"]
     runtime = ts_tflite.runtime
     encode = _shapes(runtime.encode_runner.get_input_details())
-    assert encode == {"source_ids": ([1, -1], "int32"),
-                      "src_lang": ([1], "int32"), "tgt_lang": ([1], "int32"),
-                      "tags": ([1, 6], "int32")}
+    assert encode == {"source_ids": ([-1, -1], "int32"),
+                      "src_lang": ([-1], "int32"),
+                      "tgt_lang": ([-1], "int32"),
+                      "tags": ([-1, 6], "int32")}
+    assert runtime.encode_batch_size is None
     state = _shapes(runtime.encode_runner.get_output_details())
     step = _shapes(runtime.step_runner.get_input_details())
     past = {f"layer_{i}__past_{kind}" for i in range(2)
@@ -94,7 +96,7 @@ def test_signatures_growing_cache(ts_tflite):
     assert set(step) == set(state) | past | {"ids"}
     for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
         for kind in ("key", "value"):
-            assert state[f"layer_{i}__cross_{kind}"][0] == [1, -1, 2, 8]
+            assert state[f"layer_{i}__cross_{kind}"][0] == [-1, -1, 2, 8]
             assert step[f"layer_{i}__cross_{kind}"][0] == [-1, -1, 2, 8]
             assert step[f"layer_{i}__past_{kind}"][0] == [-1, -1, 2, 8]
     assert step["source_mask"] == ([-1, -1], "bool")
@@ -114,6 +116,45 @@ def test_signatures_growing_cache(ts_tflite):
     assert ts_tflite.max_output_length == MAX_SEQUENCE_LENGTH
 
 
+def test_encode_takes_sentences_of_one_length_together(ts_tflite):
+    """One `encode` call for three sentences gives each the state it gets
+    alone (up to float rounding), and the host search encodes a batch per
+    source length and keeps the sentences' order."""
+    import numpy as np
+
+    runtime = ts_tflite.runtime
+    task = ts_tflite.task_arrays(src_lang="en", tgt_lang="fr")[1]
+    eos = ts_tflite.eos_id
+    sources = [[5, 6, 7, eos], [9, 8, 7, eos], [11, 5, 30, eos]]
+    together = runtime.encode(sources, task)
+    for row, source in enumerate(sources):
+        alone = runtime.encode([source], task)
+        assert set(alone) == set(together)
+        for name, value in alone.items():
+            np.testing.assert_allclose(together[name][row:row + 1], value,
+                                       rtol=1e-5, atol=1e-5, err_msg=name)
+    calls = []
+    encode = runtime.encode
+
+    def counting(source_ids, task):
+        calls.append(len(source_ids))
+        return encode(source_ids, task)
+
+    mixed = [sources[0], [5, 6, eos], sources[1], [7, eos], sources[2]]
+    search = dict(beam_size=2, length_penalty=0.6, max_length_ratio=2.0)
+    runtime.encode = counting
+    try:
+        got = ts_tflite.search_batch(mixed, task=task, **search)
+    finally:
+        del runtime.encode
+    assert sorted(calls) == [1, 1, 3]
+    for source, pairs in zip(mixed, got):
+        alone = ts_tflite.search_batch([source], task=task, **search)[0]
+        assert [ids for ids, _ in pairs] == [ids for ids, _ in alone]
+        assert [score for _, score in pairs] == pytest.approx(
+            [score for _, score in alone], abs=1e-4)
+
+
 def test_signatures_fixed_cache(ts_fixed_tflite, ts_fixed_tflite_dir):
     meta = json.loads((ts_fixed_tflite_dir / "model.json").read_text())
     assert meta["fixed_shapes"] is True and meta["growing_cache"] is False
@@ -125,9 +166,9 @@ def test_signatures_fixed_cache(ts_fixed_tflite, ts_fixed_tflite_dir):
     length, cache = MAX_SEQUENCE_LENGTH + 1, CACHE_LENGTH
     for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
         for kind in ("key", "value"):
-            assert state[f"layer_{i}__cross_{kind}"][0] == [1, -1, 2, 8]
+            assert state[f"layer_{i}__cross_{kind}"][0] == [-1, -1, 2, 8]
             assert step[f"layer_{i}__cross_{kind}"][0] == [-1, length, 2, 8]
-            assert state[f"layer_{i}__self_{kind}"][0] == [1, cache, 2, 8]
+            assert state[f"layer_{i}__self_{kind}"][0] == [-1, cache, 2, 8]
             assert step[f"layer_{i}__self_{kind}"][0] == [-1, cache, 2, 8]
     assert step["source_mask"] == ([-1, length], "bool")
     assert step["time"] == ([-1], "int32")
