@@ -91,10 +91,19 @@ class OnnxRuntime:
             if i.name != "ids" and i.name not in self._encode_outputs}
         self._step_outputs = [o.name for o in self.step_session.get_outputs()]
 
+    # `encode` takes any number of sentences (of one length: the host pads
+    # nothing), so `host_translator.encode_sources` groups them by length.
+    encode_batch_size = None
+
     def encode(self, source_ids, task):
         """`source_ids` int32 `[B, S]` + `task` (the other `encode` inputs,
-        arrays of batch `B`) -> the decoding state."""
+        arrays of batch `B`, or of batch 1 for the same task for every
+        sentence) -> the decoding state."""
         source_ids = np.asarray(source_ids, np.int32)
+        rows = len(source_ids)
+        task = {name: np.repeat(value, rows, axis=0)
+                if len(value) == 1 and rows != 1 else value
+                for name, value in task.items()}
         feed = {"source_ids": source_ids, **task}
         state = dict(zip(self._encode_outputs,
                          self.encode_session.run(None, feed)))

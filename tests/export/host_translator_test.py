@@ -103,6 +103,38 @@ def test_batches_search_as_one_sentence_at_a_time(family, runtime):
         host.translate_nbest(["a dog"], batch_size=0, **family.cases[0][0])
 
 
+@pytest.mark.parametrize("runtime", ["onnx", "tflite"])
+def test_sentences_of_one_length_are_encoded_together(family, runtime):
+    """Where the runtime's `encode` takes any batch (ONNX; the task-space
+    Transformer's TFLite), a batch makes one `encode` call per source
+    length, and every sentence is searched as when it is alone."""
+    host = getattr(family, runtime)
+    prefix, task = host.task_arrays(**family.cases[0][0])
+    eos = host.eos_id
+    sources = [prefix + ids + [eos] for ids in ([5, 6], [9], [7, 8])]
+    calls = []
+    encode = host.runtime.encode
+
+    def counting(source_ids, task):
+        calls.append(len(source_ids))
+        return encode(source_ids, task)
+
+    search = dict(beam_size=2, length_penalty=0.6, task=task)
+    host.runtime.encode = counting
+    try:
+        together = host.search_batch(sources, **search)
+    finally:
+        del host.runtime.encode
+    grouped = host.runtime.encode_batch_size is None
+    assert grouped == (runtime == "onnx" or family.name == "task_space")
+    assert sorted(calls) == ([1, 2] if grouped else [1, 1, 1])
+    for source, pairs in zip(sources, together):
+        alone = host.search_batch([source], **search)[0]
+        assert [ids for ids, _ in pairs] == [ids for ids, _ in alone]
+        assert [score for _, score in pairs] == pytest.approx(
+            [score for _, score in alone], abs=1e-4)
+
+
 def test_onnx_describes_itself_as_the_model(family):
     model = family.translator.model
     assert family.onnx.runtime.path == family.onnx_dir
