@@ -74,12 +74,15 @@ class StepModule(WeightsModule):
         fixed-size decoder cache (`model.max_target_length` set); None
         for a growing cache.
       fixed_shapes: bool. See above.
+      batched_encode: bool. False keeps `encode` at one sentence.
     """
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
-                 max_target_length=None, fixed_shapes=False):
+                 max_target_length=None, fixed_shapes=False,
+                 batched_encode=True):
         super().__init__(model, "steps")
-        batch = (None if getattr(model, "exports_encode_at_any_batch", False)
+        batch = (None if batched_encode
+                 and getattr(model, "exports_encode_at_any_batch", False)
                  else 1)
         encode, specs = task_encode_function(model, batch_size=batch)
         growing = growing_cache(model, fixed_shapes, max_target_length)
@@ -184,9 +187,13 @@ def convert(model, quantization="float32", max_source_length=None,
                 "directory (gnmt-tf export qat --model ... --out QAT_DIR)")
         if share_table and getattr(model.config, "tie_embeddings", True):
             table = model.embedding.embeddings.numpy()
+    # An int8 `encode` of several sentences gives each slightly different
+    # states than encoding it alone (the shipped Transformer: 37.77 against
+    # 38.09 BLEU, in chunks of 32 test sentences), so int8 keeps batch 1.
     module = StepModule(model, *export_lengths(
         model, max_source_length, max_target_length, fixed_shapes),
-                        fixed_shapes=fixed_shapes)
+                        fixed_shapes=fixed_shapes,
+                        batched_encode=quantization != "int8")
     return convert_module(module, quantization, table)
 
 

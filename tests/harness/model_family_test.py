@@ -230,6 +230,9 @@ def test_int8_tflite_matches_qat_model(qat_family):
 
     requests = qat_family.family.requests
     translator, int8 = qat_family.qat_translator, qat_family.int8
+    # One sentence per `encode` call: an int8 encoder's states depend on the
+    # other sentences of its batch (export/tflite.py `convert`).
+    assert int8.runtime.encode_batch_size == 1
     eos = int8.eos_id
     rows, scores = [], []
     for task, sentences in requests:
