@@ -107,14 +107,10 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         else:
             max_length = tf.shape(cache["self_key"])[1]
             positions = tf.range(max_length)[None, :]  # [1, L]
-            # expand_dims, not new-axis slices: TFLite lowers those only
-            # with one unknown dimension, and N and L may both be unknown.
-            write = tf.expand_dims(tf.expand_dims(
-                tf.equal(positions, time[:, None]), -1), -1)  # [N, L, 1, 1]
+            write = tf.equal(positions, time[:, None])[:, :, None, None]
             keys = tf.where(write, key, cache["self_key"])  # [N, L, H, Dh]
             values = tf.where(write, value, cache["self_value"])
-            self_mask = tf.expand_dims(positions <= time[:, None],
-                                       1)  # [N, 1, L]
+            self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
             new_cache = dict(cache, self_key=keys, self_value=values)
         h, _ = self._attention.attend(query, keys, values, mask=self_mask)
         x = self.residual(x, h, "self_attention")
