@@ -141,33 +141,27 @@ def decoding_steps(translator, sources, options, task, batch_size=32):
     return total
 
 
-def pruning_section(translator, task, data_dir, count, beam, widths,
-                    repeats, batch_size=32, clock=time.perf_counter):
-    from gnmt_tf.translator import SearchOptions
-
+def pruning_section(translate, count_steps, data_dir, count, beam, widths,
+                    repeats, clock=time.perf_counter):
+    """Times `translate(sources, beam_width) -> texts` without and with each
+    pruning width, alternately; `count_steps(sources, beam_width)` gives the
+    work done (a dict of counts)."""
     sources = _lines(data_dir / "test_2016_flickr.en.gz", count)
     references = _lines(data_dir / "test_2016_flickr.de.gz", count)
     settings = {"none": None, **{str(w): w for w in widths}}
-    options = {name: SearchOptions(beam_size=beam, length_penalty=0.6,
-                                   beam_width=w)
-               for name, w in settings.items()}
     outputs, times = {}, {name: [] for name in settings}
-    for name in settings:  # trace each search once
-        outputs[name] = translator.translate(sources[:2], options[name],
-                                             batch_size, **task)
+    for name, width in settings.items():  # trace each search once
+        outputs[name] = translate(sources[:2], width)
     for _ in range(repeats):
-        for name in settings:
+        for name, width in settings.items():
             start = clock()
-            outputs[name] = translator.translate(sources, options[name],
-                                                 batch_size, **task)
+            outputs[name] = translate(sources, width)
             times[name].append(clock() - start)
     median = {name: statistics.median(t) for name, t in times.items()}
-    steps = {name: decoding_steps(translator, sources, options[name], task,
-                                  batch_size)
-             for name in settings}
+    work = {name: count_steps(sources, width)
+            for name, width in settings.items()}
     return {
         "sentences": count,
-        "batch_size": batch_size,
         "clock": "cpu" if clock is time.process_time else "wall",
         "beam_size": beam,
         "length_penalty": 0.6,
@@ -176,11 +170,59 @@ def pruning_section(translator, task, data_dir, count, beam, widths,
         "speedup": {n: round(median["none"] / median[n], 3)
                     for n in settings if n != "none"},
         "bleu": {n: _bleu(outputs[n], references) for n in settings},
-        "decoding_steps": steps,
+        **{key: {n: work[n][key] for n in settings}
+           for key in work["none"]},
         "outputs_changed": {n: sum(a != b for a, b in zip(outputs["none"],
                                                            outputs[n]))
                             for n in settings if n != "none"},
     }
+
+
+def in_graph_pruning(translator, task, beam, batch_size):
+    """`pruning_section`'s two callables for the in-graph search
+    (`Translator`, `batch_size` sentences per call)."""
+    from gnmt_tf.translator import SearchOptions
+
+    def options(width):
+        return SearchOptions(beam_size=beam, length_penalty=0.6,
+                             beam_width=width)
+
+    def translate(sources, width):
+        return translator.translate(sources, options(width), batch_size,
+                                    **task)
+
+    def count_steps(sources, width):
+        return {"decoding_steps": decoding_steps(
+            translator, sources, options(width), task, batch_size)}
+
+    return translate, count_steps
+
+
+def host_pruning(host, task, beam, batch_size):
+    """`pruning_section`'s two callables for the host search over a TFLite
+    file (`HostTranslator`): it steps live hypotheses only, so its work is
+    counted in rows (hypothesis-steps) as well as steps."""
+    step = host.runtime.step
+    counts = {"decoding_steps": 0, "hypothesis_steps": 0}
+
+    def counting_step(ids, state):
+        counts["decoding_steps"] += 1
+        counts["hypothesis_steps"] += len(ids)
+        return step(ids, state)
+
+    host.runtime.step = counting_step
+
+    def translate(sources, width):
+        return [h[0].text for h in host.translate_nbest(
+            sources, beam_size=beam, length_penalty=0.6, beam_width=width,
+            batch_size=batch_size, **task)]
+
+    def count_steps(sources, width):
+        counts.update(decoding_steps=0, hypothesis_steps=0)
+        translate(sources, width)
+        return dict(counts)
+
+    return translate, count_steps
 
 
 def search_errors_section(translator, task, data_dir, count, max_expansions,
@@ -229,13 +271,30 @@ def main(argv=None):
                         help="time gnmt_pruning by wall clock or by this "
                              "process's CPU time (steadier on a shared "
                              "machine)")
+    parser.add_argument("--tflite", default=None,
+                        help="gnmt_pruning through the host search over "
+                             "this TFLite file (one thread) instead of the "
+                             "in-graph search")
+    parser.add_argument("--section-name", default=None,
+                        help="the JSON key to write (default: the "
+                             "section's name)")
+    parser.add_argument("--keep-previous-as", default=None,
+                        help="keep the section's previous value under "
+                             "this key inside it")
     parser.add_argument("--note", default="")
     parser.add_argument("--output", default=str(RESULT))
     args = parser.parse_args(argv)
 
+    from gnmt_tf.host_translator import HostTranslator
     from gnmt_tf.translator import Translator
 
-    translator = Translator.from_model_dir(args.model_dir)
+    loaded = []
+
+    def translator():  # loaded once, only by the sections that need it
+        if not loaded:
+            loaded.append(Translator.from_model_dir(args.model_dir))
+        return loaded[0]
+
     task = {} if args.no_task else TASK
     data_dir = pathlib.Path(args.data_dir)
     command = command_line("decoding_search.py", argv)
@@ -243,23 +302,33 @@ def main(argv=None):
     for section in args.sections.split(","):
         start = time.perf_counter()
         if section == "search_errors":
-            value = search_errors_section(translator, task, data_dir,
+            value = search_errors_section(translator(), task, data_dir,
                                           args.errors_sentences,
                                           args.max_expansions, [1, 4, 10])
         elif section == "constrained":
-            value = constrained_section(translator, task, data_dir,
+            value = constrained_section(translator(), task, data_dir,
                                         args.constrained_sentences, 5)
         elif section == "gnmt_pruning":
+            if args.tflite:
+                host = HostTranslator.from_tflite(args.tflite, num_threads=1)
+                engine = host_pruning(host, task, args.beam,
+                                      args.pruning_batch_size)
+            else:
+                engine = in_graph_pruning(translator(), task, args.beam,
+                                          args.pruning_batch_size)
             value = pruning_section(
-                translator, task, data_dir, args.pruning_sentences,
-                args.beam, [float(w) for w in args.widths.split(",")],
-                args.repeats, args.pruning_batch_size,
+                *engine, data_dir, args.pruning_sentences, args.beam,
+                [float(w) for w in args.widths.split(",")], args.repeats,
                 time.process_time if args.clock == "cpu" else time.perf_counter)
+            value = dict(value, batch_size=args.pruning_batch_size,
+                         engine="tflite" if args.tflite else "in-graph",
+                         tflite=args.tflite)
         else:
             parser.error(f"unknown section {section!r}")
         value = dict(value, **common,
                      section_seconds=round(time.perf_counter() - start, 1))
-        update_section(args.output, section, value, command)
+        update_section(args.output, args.section_name or section, value,
+                       command, keep_previous_as=args.keep_previous_as)
         print(section, {k: v for k, v in value.items()
                         if k not in ("examples", "note")}, flush=True)
 

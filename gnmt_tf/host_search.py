@@ -9,11 +9,13 @@ only through a step function, so one search serves every host runtime
 (`gnmt_tf.host_translator`: LiteRT and ONNX Runtime). NumPy only: no
 TensorFlow import.
 
-The whole batch moves as arrays: row `b * K + k` of the state is beam `k`
-of the `b`-th sentence still searched, one `step_fn` call per output
-position serves all of them, and a sentence that stops leaves the arrays
-(the state shrinks with it, so later steps run only on live sentences).
-There are no per-hypothesis Python objects in the loop.
+The whole batch moves as arrays: one `step_fn` call per output position
+serves every sentence still searched, and there are no per-hypothesis
+Python objects in the loop. The state holds live hypotheses only, in
+(sentence, beam) order: the first step runs one row per sentence (not `K`
+copies of the start), a hypothesis that ended or was pruned has no row,
+and a sentence that stops leaves the arrays. So a step costs what the live
+hypotheses need, which is where GNMT's pruning saves time.
 """
 
 import numpy as np
@@ -35,6 +37,34 @@ def top_k(scores, k):
         return np.argmax(scores, axis=1)[:, None]  # the first maximum
     if size <= k:
         return np.argsort(-scores, axis=1, kind="stable")
+    # np.partition slows ~20x on a row of mostly equal values, and a search's
+    # candidate scores are mostly -inf where beams are empty or pruned: then
+    # the finite entries (and the first k of a row, which hold the row's
+    # first -inf entries should it have fewer than k finite ones) move into
+    # a compact array, in their order, and the top k are taken there.
+    keep = scores > NEG_INF
+    if 2 * np.count_nonzero(keep) >= scores.size:
+        return _top_k_dense(scores, k)
+    keep[:, :k] = True
+    flat = np.flatnonzero(keep)  # ascending: row by row, in index order
+    row = flat // size
+    counts = np.bincount(row, minlength=rows)
+    column = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts,
+                                              counts)
+    compact = np.full([rows, counts.max()], NEG_INF, scores.dtype)
+    compact[row, column] = scores.reshape(-1)[flat]
+    index = np.zeros(compact.shape, np.int64)  # padding: never in the top k
+    index[row, column] = flat % size
+    if compact.shape[1] <= 256:  # small: a stable sort is cheapest
+        chosen = np.argsort(-compact, axis=1, kind="stable")[:, :k]
+    else:
+        chosen = _top_k_dense(compact, k)
+    return np.take_along_axis(index, chosen, 1)
+
+
+def _top_k_dense(scores, k):
+    """`top_k` for `k` < the row length, by one partition."""
+    rows, size = scores.shape
     # The k-th largest value of each row; where exactly k entries reach it
     # (no tie across the cut) they are the answer. `flatnonzero` because
     # the 2-D `nonzero` is ~20x slower on a beam search's [A, K * V].
@@ -55,12 +85,15 @@ def top_k(scores, k):
 
 def _first_k_reaching(scores, kth, k):
     """`[R, k]` ascending indices per row: every entry above `kth`, then
-    the first of the entries equal to it (ties at the cut) to fill `k`."""
-    above = scores > kth
-    tie = scores == kth
-    room = k - above.sum(axis=1, keepdims=True)
-    take = above | (tie & (np.cumsum(tie, axis=1) <= room))
-    return np.nonzero(take)[1].reshape(len(scores), k)
+    the first of the entries equal to it (ties at the cut) to fill `k`.
+    Row by row with 1-D `flatnonzero` (fast), since such rows are few: a
+    pruned search's rows with fewer than `k` finite scores tie at -inf."""
+    index = np.empty([len(scores), k], np.int64)
+    for i, (row, cut) in enumerate(zip(scores, kth[:, 0])):
+        above = np.flatnonzero(row > cut)
+        tied = np.flatnonzero(row == cut)[:k - len(above)]
+        index[i] = np.sort(np.concatenate([above, tied]))
+    return index
 
 
 def _check(beam_size, num_hypotheses):
@@ -79,8 +112,9 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
 
     Args:
       step_fn: callable `(ids, state) -> (log_probs, attention, changed)`:
-        `ids` int32 `[R]`, the last token of each row (`R = A * K`, `A`
-        the sentences still searched); `log_probs` `[R, V]`; `attention`
+        `ids` int32 `[R]`, the last token of each row (`R` the live
+        hypotheses, at most `K` for each sentence still searched, one each
+        at the first step); `log_probs` `[R, V]`; `attention`
         `[R, S']` (`S'` >= the longest source) or None; `changed`, the
         state entries the step updated, at batch `R` (entries it leaves
         out, such as the encoder memory, keep their value).
@@ -121,9 +155,10 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
                    < source_lengths[:, None]).astype(np.float32)  # [B, S]
 
     active = np.arange(batch)  # the sentences still searched, in row order
-    state = {name: np.repeat(value, k, axis=0)                  # [A * K, ...]
-             for name, value in state.items()}
-    last = np.full([batch * k], bos_id, np.int32)
+    # The state's rows are the True entries of `live`, in row-major order.
+    live = np.zeros([batch, k], bool)
+    live[:, 0] = True  # one live hypothesis at the start
+    last = np.full([batch], bos_id, np.int32)  # the live rows' last tokens
     alive_ids = np.zeros([batch, k, max_time], np.int32)
     alive_log_probs = np.full([batch, k], NEG_INF, np.float32)
     alive_log_probs[:, 0] = 0.0  # one live hypothesis at the start
@@ -135,40 +170,58 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
     for t in range(max_time):
         log_probs, attention, changed = step_fn(last, state)
         a = len(active)
-        log_probs = np.asarray(log_probs, np.float32).reshape(a, k, -1)
-        vocab_size = log_probs.shape[2]
+        live_slots = np.flatnonzero(live)  # [R] of the a * K slots
+        sentence = live_slots // k  # [R] each row's position in `active`
+        log_probs = np.asarray(log_probs, np.float32)  # [R, V]
         length = t + 1
-        cand_log_probs = alive_log_probs[:, :, None] + log_probs  # [A, K, V]
+        cand_log_probs = (alive_log_probs.reshape(-1)[live_slots][:, None]
+                          + log_probs)                             # [R, V]
         lp = np.power(np.float32((5.0 + length) / 6.0), alpha,
                       dtype=np.float32)
         cand_scores = cand_log_probs / lp
         if attention is not None:
-            coverage = coverage + np.asarray(attention, np.float32).reshape(
-                a, k, -1)[:, :, :width]
+            attention = np.asarray(attention, np.float32)[:, :width]
+            coverage = coverage + _to_slots(attention, live_slots,
+                                            a * k).reshape(a, k, width)
             if beta != 0:
                 log_coverage = np.log(np.maximum(
                     np.minimum(coverage, np.float32(1.0)), COVERAGE_FLOOR))
                 log_coverage *= source_mask[active][:, None, :]
                 cand_scores = cand_scores + (
                     beta * log_coverage.sum(axis=2, dtype=np.float32)
-                )[:, :, None]
-        if beam_width is not None:  # GNMT's two rules, as in-graph
+                ).reshape(-1)[live_slots][:, None]
+        if beam_width is not None:  # GNMT's rule 1: near the row's best
             cand_scores = np.where(
-                log_probs < log_probs.max(axis=2, keepdims=True) - beam_width,
+                log_probs < log_probs.max(axis=1, keepdims=True) - beam_width,
                 NEG_INF, cand_scores)
-            ending = np.where(length >= max_lengths[active],
-                              cand_scores.max(axis=(1, 2)),
-                              cand_scores[:, :, eos_id].max(axis=1))
+        # A sentence's K best candidates are among its rows' K best each:
+        # those ([R, K]) go to one small [A, K * K] array, in (beam, rank)
+        # order, so ties still go to the lower beam, then the lower token.
+        row_top = top_k(cand_scores, k)                           # [R, K']
+        row_scores = np.take_along_axis(cand_scores, row_top, 1)
+        ranks = row_top.shape[1]
+        slot_scores = np.full([a * k, ranks], NEG_INF, np.float32)
+        slot_scores[live_slots] = row_scores
+        top = np.argsort(-slot_scores.reshape(a, k * ranks), axis=1,
+                         kind="stable")[:, :k]                     # [A, K]
+        top_scores = np.take_along_axis(slot_scores.reshape(a, -1), top, 1)
+        beam, rank = top // ranks, top % ranks
+        row_of_slot = np.full(a * k, -1, np.int64)
+        row_of_slot[live_slots] = np.arange(len(live_slots))
+        row = row_of_slot.reshape(a, k)[np.arange(a)[:, None], beam]
+        row = np.maximum(row, 0)  # a slot without a row scored -inf: unused
+        token = row_top[row, rank].astype(np.int32)
+        top_log_probs = cand_log_probs[row, token]
+        if beam_width is not None:  # rule 2: near the best finished
+            at_end = length >= max_lengths[active]
+            ending = np.full(a, NEG_INF, np.float32)
+            np.maximum.at(ending, sentence,
+                          np.where(at_end[sentence], row_scores[:, 0],
+                                   cand_scores[:, eos_id]))
             best_final = np.maximum(finished_scores[active, 0], ending)
-            cand_scores = np.where(
-                cand_scores < (best_final - beam_width)[:, None, None],
-                NEG_INF, cand_scores)
-        flat_scores = cand_scores.reshape(a, k * vocab_size)
-        top = top_k(flat_scores, k)                                # [A, K]
-        top_scores = np.take_along_axis(flat_scores, top, 1)
-        beam, token = top // vocab_size, (top % vocab_size).astype(np.int32)
-        top_log_probs = np.take_along_axis(
-            cand_log_probs.reshape(a, k * vocab_size), top, 1)
+            top_scores = np.where(
+                top_scores < (best_final - beam_width)[:, None], NEG_INF,
+                top_scores)
         valid = top_scores > NEG_INF
         ends = (token == eos_id) | (length >= max_lengths[active][:, None])
         cand_ids = np.take_along_axis(alive_ids, beam[:, :, None], 1)
@@ -197,18 +250,23 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         rows = np.flatnonzero(go_on)  # positions in `active` that go on
         beam = beam[rows]
         active = active[rows]
-        last = token[rows].reshape(-1)
+        new_live = keep[rows]
+        last = token[rows][new_live]
         alive_ids = cand_ids[rows]
         alive_log_probs = np.where(keep, top_log_probs, NEG_INF)[rows]
         coverage = coverage[rows[:, None], beam]
-        # One gather per entry: the beam reorder and the shrinking batch.
-        gather = ((rows * k)[:, None] + beam).reshape(-1)
+        # One gather per entry: each kept hypothesis takes its parent's row.
+        gather = row[rows][new_live]
+        # Entries the step leaves unchanged are the same for every row of a
+        # sentence: they need a gather only when rows moved between sentences.
+        moved = len(rows) < a or not np.array_equal(new_live.sum(axis=1),
+                                                    live.sum(axis=1))
         for name, value in state.items():
             if name in changed:
                 state[name] = changed[name][gather]
-            elif len(rows) < a:  # the same for all beams of a sentence
-                state[name] = value.reshape((a, k) + value.shape[1:])[
-                    rows].reshape((-1,) + value.shape[1:])
+            elif moved:
+                state[name] = value[gather]
+        live = new_live
 
     if beam_width is not None:
         keep = finished_scores >= finished_scores[:, :1] - beam_width
@@ -225,6 +283,16 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
             pairs.append((ids, float(score)))
         results.append(pairs)
     return results
+
+
+def _to_slots(values, live_slots, slots):
+    """`values` `[R, ...]`, one per live slot, as `[slots, ...]` with zeros
+    in the other slots (whose hypotheses score -inf whatever they hold)."""
+    if len(live_slots) == slots:
+        return values
+    full = np.zeros((slots,) + values.shape[1:], values.dtype)
+    full[live_slots] = values
+    return full
 
 
 def beam_search(step_fn, state, source_length, bos_id, eos_id, max_length,

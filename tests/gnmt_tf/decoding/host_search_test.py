@@ -55,6 +55,7 @@ def test_top_k_is_a_stable_sort_with_ties(seed):
     scores = rng.integers(0, 4, size=[6, 40]).astype(np.float32)
     scores[rng.random(scores.shape) < 0.3] = -np.inf
     scores[0] = -np.inf  # a row of ties only
+    scores[1:3, rng.random(40) < 0.8] = -np.inf  # mostly -inf, tied finite
     for k in (1, 2, 5, 40, 50):
         expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         np.testing.assert_array_equal(top_k(scores, k), expected)
@@ -135,3 +136,32 @@ def test_bad_settings_raise(toy_model, end_id):
                           START_ID, end_id, [0])
     assert beam_search_batch(_host_step(model), {}, [], START_ID, end_id,
                              []) == []
+
+
+def test_steps_run_on_live_hypotheses_only():
+    """The first step runs one row per sentence, and a hypothesis that ends
+    has no row in the next step; entries the step leaves unchanged follow
+    their rows' sentences. Every row's next-token distribution is
+    [end .4, a .3, b .2, c .1], beam 3, 3 hypotheses: step 1 keeps a and b
+    (end finishes), step 2 keeps only a·a (a·end and b·end finish), step 3
+    finds nothing better than the three finished."""
+    log_probs = np.array([-np.inf] + np.log([0.4, 0.3, 0.2, 0.1]).tolist(),
+                         np.float32)
+    calls = []
+
+    def step(ids, state):
+        calls.append(state["memory"].tolist())
+        assert len(ids) == len(state["memory"]) == len(state["step"])
+        return (np.tile(log_probs, [len(ids), 1]), None,
+                {"step": state["step"] + 1})
+
+    state = {"memory": np.array([7, 8]), "step": np.zeros(2, np.int32)}
+    got = beam_search_batch(step, state, [3, 3], START_ID, 1, [5, 5],
+                            beam_size=3, length_penalty=0.0,
+                            num_hypotheses=3)
+    assert calls == [[7, 8], [7, 7, 8, 8], [7, 8]]
+    for pairs in got:
+        assert [ids for ids, _ in pairs] == [[], [2], [3]]
+        np.testing.assert_allclose([score for _, score in pairs],
+                                   np.log([0.4, 0.3 * 0.4, 0.2 * 0.4]),
+                                   rtol=1e-6)
