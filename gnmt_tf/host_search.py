@@ -14,8 +14,10 @@ serves every sentence still searched, and there are no per-hypothesis
 Python objects in the loop. The state holds live hypotheses only, in
 (sentence, beam) order: the first step runs one row per sentence (not `K`
 copies of the start), a hypothesis that ended or was pruned has no row,
-and a sentence that stops leaves the arrays. So a step costs what the live
-hypotheses need, which is where GNMT's pruning saves time.
+and a sentence that stops leaves the arrays. Candidates are scored per live
+row too (each row's K best, then each sentence's K best of those). So a
+step costs what the live hypotheses need, which is where GNMT's pruning
+saves time.
 """
 
 import numpy as np
