@@ -3,8 +3,9 @@
 On a trained GNMT or task-space Transformer model directory (with
 `--task SRC,TGT,TAGS`, e.g. ``en,de,caption``: the direction and scene every
 artifact translates) and a test split (default Multi30k en->de
-test_2016_flickr) it measures, for each of the five artifacts
-(float SavedModel; int8 QAT, dynamic-range, float16 and float32 TFLite):
+test_2016_flickr) it measures, for each of the six artifacts
+(float SavedModel; int8 QAT, dynamic-range from the QAT model's weights,
+dynamic-range, float16 and float32 TFLite):
 
 - sacreBLEU of the detokenised, cased output (signature printed);
 - size on disk in MB (the SavedModel directory; the .tflite file);
@@ -61,8 +62,8 @@ from results_file import with_earlier  # noqa: E402  (this script's folder)
 
 # tflite_float32 is the like-for-like speed reference of the TFLite
 # variants (same host-side search, same runtime).
-KEYS = ("savedmodel_float", "tflite_int8_qat", "tflite_dynamic_range",
-        "tflite_float16", "tflite_float32")
+KEYS = ("savedmodel_float", "tflite_int8_qat", "tflite_dynamic_range_qat",
+        "tflite_dynamic_range", "tflite_float16", "tflite_float32")
 
 
 def parse_args(argv=None):
@@ -176,6 +177,10 @@ def main(argv=None):
     paths = {
         "tflite_int8_qat": export_tflite(
             qat_dir, work / "tflite", "int8", length)["model"],
+        # The QAT model's fine-tuned weights as int8, float activations.
+        "tflite_dynamic_range_qat": export_tflite(
+            qat_dir, work / "tflite_qat_weights", "dynamic_range",
+            length)["model"],
         **{f"tflite_{q}": export_tflite(args.model, work / "tflite", q,
                                         length)["model"]
            for q in ("dynamic_range", "float16", "float32")},
@@ -245,6 +250,8 @@ def main(argv=None):
         speed["tflite_float32"] / speed["savedmodel_float"], 3)
     results["tflite_int8_over_float32_batch1"] = round(
         latency["tflite_float32"] / latency["tflite_int8_qat"], 3)
+    results["tflite_dynamic_range_qat_over_float32_batch1"] = round(
+        latency["tflite_float32"] / latency["tflite_dynamic_range_qat"], 3)
     results["settings"] = {
         "test_split": args.test_split, "sentences": len(src),
         "task": args.task,

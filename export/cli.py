@@ -77,7 +77,9 @@ def register(subparsers):
     tflite.add_argument(
         "--quantization", default="float32",
         choices=["float32", "dynamic_range", "float16"],
-        help="weight format (dynamic_range: int8 weights, float activations)")
+        help="weight format (dynamic_range: int8 weights, float "
+             "activations; from a QAT model directory, its fine-tuned "
+             "weights, so the int8 weights were trained for quantization)")
     tflite.add_argument(
         "--max-source-length", type=number(integer=True, minimum=2),
         default=None,

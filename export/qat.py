@@ -69,6 +69,39 @@ def copy_float_weights(float_model, qat_model):
         target.assign(variable)
 
 
+def load_float_from_qat(model_dir):
+    """The float model of a QAT model directory, holding its fine-tuned
+    weights with the ranges dropped: for exports that quantize the weights
+    only (``dynamic_range``), whose int8 weights were then trained for
+    quantization.
+
+    Returns:
+      `(model, subwords, payload)` as `gnmt_tf.model_dir.load_model`.
+
+    Raises:
+      ValueError: `model_dir` is not a QAT model directory, or a float
+        variable has no namesake of the same shape.
+    """
+    qat_model, subwords, payload = model_dir_lib.load_model(model_dir)
+    model_type = model_types.get_model_type(payload.get("model_type", "gnmt"))
+    if not model_type.quantized_from:
+        raise ValueError(f"{model_dir} is not a QAT model directory")
+    float_type = model_types.get_model_type(model_type.quantized_from)
+    model = model_types.load_object(float_type.model_class)(qat_model.config)
+    model(model.dummy_inputs())
+    sources = variables_by_name(qat_model)
+    for name, variable in variables_by_name(model).items():
+        source = sources.get(name)
+        if source is None or source.shape != variable.shape:
+            raise ValueError(f"QAT model has no variable like "
+                             f"{variable.name} {variable.shape}")
+        variable.assign(source)
+    attach = getattr(model, "attach_model_dir", None)
+    if attach is not None:
+        attach(subwords, payload)
+    return model, subwords, payload
+
+
 def load_qat_from_float(model_dir):
     """The quantization-aware variant of a float model directory's model,
     with its weights (ranges unset).

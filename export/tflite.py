@@ -149,6 +149,13 @@ def export_lengths(model, max_source_length=None, max_target_length=None,
     return lengths
 
 
+def _is_qat_dir(model_dir):
+    from gnmt_tf import model_types
+
+    name = model_dir_lib.read_config(model_dir).get("model_type", "gnmt")
+    return bool(model_types.get_model_type(name).quantized_from)
+
+
 def check_quantization(quantization):
     """Raises a ValueError naming the known formats for an unknown one."""
     if quantization not in QUANTIZATIONS:
@@ -290,7 +297,10 @@ def export_tflite(model_dir, out_dir, quantization="float32",
 
     Args:
       model_dir: a trained model directory (`gnmt_tf.model_dir`); for
-        ``int8`` a QAT one (`gnmt-tf export qat`).
+        ``int8`` a QAT one (`gnmt-tf export qat`). A QAT directory with
+        another `quantization` exports its fine-tuned weights as a float
+        model (fake quantization dropped): ``dynamic_range`` then stores
+        int8 weights that were trained for quantization.
       out_dir: directory to write to (created if missing).
       quantization: one of `QUANTIZATIONS`.
       max_source_length, max_target_length: int or None; see
@@ -306,7 +316,12 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         a float model directory.
     """
     check_quantization(quantization)
-    model, subwords, payload = model_dir_lib.load_model(model_dir)
+    if quantization != "int8" and _is_qat_dir(model_dir):
+        from export.qat import load_float_from_qat  # tfmot: QAT dirs only
+
+        model, subwords, payload = load_float_from_qat(model_dir)
+    else:
+        model, subwords, payload = model_dir_lib.load_model(model_dir)
     lengths = export_lengths(model, max_source_length, max_target_length,
                              fixed_shapes)
     flatbuffer = convert(model, quantization, *lengths,

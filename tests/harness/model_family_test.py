@@ -34,6 +34,46 @@ def _teacher_forcing_rows(family):
             for i, (task, source) in enumerate(rows)]
 
 
+def test_qat_dir_exports_its_weights_as_a_float_model(qat_family, tmp_path):
+    """`gnmt-tf export tflite --model QAT_DIR` without `--int8`: the QAT
+    model's fine-tuned weights without its fake quantization, so the
+    float32 file searches as a `Translator` of those weights does, and
+    ``dynamic_range`` stores them as int8."""
+    from export.qat import load_float_from_qat, variables_by_name
+    from export.tflite import int8_report
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+    from gnmt_tf.translator import Translator
+    from model_families import _cli
+
+    model, subwords, _ = load_float_from_qat(qat_family.qat_dir)
+    own = variables_by_name(model)
+    qat = variables_by_name(qat_family.qat_translator.model)
+    assert set(own) == set(variables_by_name(qat_family.model))
+    assert set(own) < set(qat)  # the ranges stay behind
+    for name, variable in own.items():
+        np.testing.assert_array_equal(variable.numpy(), qat[name].numpy())
+    for quantization in ("float32", "dynamic_range"):
+        _cli("export", "tflite", "--model", qat_family.qat_dir, "--out",
+             tmp_path, "--quantization", quantization)
+    search = dict(beam_size=2)
+    requests = qat_family.family.requests
+    texts, scores = _translations(Translator(model, subwords), requests,
+                                  search)
+    got_texts, got_scores = _translations(
+        TFLiteTranslator(tmp_path / "model_float32.tflite"), requests,
+        search, tflite=True)
+    assert got_texts == texts
+    assert got_scores == pytest.approx(scores, abs=1e-3)  # as float32 above
+    # The converter stores int8 only weights of >= 1024 entries.
+    large = any(v.shape.num_elements() >= 1024 and len(v.shape) == 2
+                for v in own.values())
+    report = int8_report(tmp_path / "model_dynamic_range.tflite")
+    assert bool(report.get("int8")) == large
+    dynamic = TFLiteTranslator(tmp_path / "model_dynamic_range.tflite")
+    got_texts, _ = _translations(dynamic, requests, search, tflite=True)
+    assert [bool(t) for t in got_texts] == [bool(t) for t in texts]
+
+
 def _translations(translator, requests, search, tflite=False):
     """`(texts, scores)` of the best hypotheses, requests in order."""
     from gnmt_tf.translator import SearchOptions
