@@ -60,13 +60,25 @@ def copy_float_weights(float_model, qat_model):
     Raises:
       ValueError: a float variable has no namesake of the same shape.
     """
-    targets = variables_by_name(qat_model)
+    for float_variable, qat_variable in _namesakes(float_model, qat_model):
+        qat_variable.assign(float_variable)
+
+
+def _namesakes(float_model, qat_model):
+    """`(float variable, its QAT namesake)` for every float variable.
+
+    Raises:
+      ValueError: a float variable has no namesake of the same shape.
+    """
+    qat_variables = variables_by_name(qat_model)
+    pairs = []
     for name, variable in variables_by_name(float_model).items():
-        target = targets.get(name)
-        if target is None or target.shape != variable.shape:
+        namesake = qat_variables.get(name)
+        if namesake is None or namesake.shape != variable.shape:
             raise ValueError(f"QAT model has no variable like {variable.name} "
                              f"{variable.shape}")
-        target.assign(variable)
+        pairs.append((variable, namesake))
+    return pairs
 
 
 def load_float_from_qat(model_dir):
@@ -89,13 +101,8 @@ def load_float_from_qat(model_dir):
     float_type = model_types.get_model_type(model_type.quantized_from)
     model = model_types.load_object(float_type.model_class)(qat_model.config)
     model(model.dummy_inputs())
-    sources = variables_by_name(qat_model)
-    for name, variable in variables_by_name(model).items():
-        source = sources.get(name)
-        if source is None or source.shape != variable.shape:
-            raise ValueError(f"QAT model has no variable like "
-                             f"{variable.name} {variable.shape}")
-        variable.assign(source)
+    for float_variable, qat_variable in _namesakes(model, qat_model):
+        float_variable.assign(qat_variable)
     attach = getattr(model, "attach_model_dir", None)
     if attach is not None:
         attach(subwords, payload)

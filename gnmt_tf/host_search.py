@@ -173,7 +173,6 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         log_probs, attention, changed = step_fn(last, state)
         a = len(active)
         live_slots = np.flatnonzero(live)  # [R] of the a * K slots
-        sentence = live_slots // k  # [R] each row's position in `active`
         log_probs = np.asarray(log_probs, np.float32)  # [R, V]
         length = t + 1
         cand_log_probs = (alive_log_probs.reshape(-1)[live_slots][:, None]
@@ -215,6 +214,7 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         token = row_top[row, rank].astype(np.int32)
         top_log_probs = cand_log_probs[row, token]
         if beam_width is not None:  # rule 2: near the best finished
+            sentence = live_slots // k  # [R] each row's place in `active`
             at_end = length >= max_lengths[active]
             ending = np.full(a, NEG_INF, np.float32)
             np.maximum.at(ending, sentence,
