@@ -9,6 +9,7 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 
 from gnmt_tf.decoding import beam_search as graph_beam_search
+from gnmt_tf import host_search
 from gnmt_tf.host_search import beam_search, beam_search_batch, top_k
 
 START_ID = 0
@@ -70,6 +71,29 @@ def test_top_k_mixes_rows_with_and_without_ties_at_the_cut(seed):
     scores[1::2] = rng.integers(0, 3, size=[4, 300])  # ties everywhere
     scores[2, :290] = -np.inf  # fewer than 16 finite entries
     for k in (2, 4, 16):
+        expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(top_k(scores, k), expected)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_top_k_of_vocabulary_rows_through_group_maxima(seed):
+    """Rows as long as a vocabulary (with a short last part) take the
+    group-maxima path; rows whose groups tie at the cut, the fallback."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(size=[10, 8003]).astype(np.float32)
+    scores[1] = np.round(scores[1])  # ties within and across groups
+    scores[2, rng.random(8003) < 0.4] = -np.inf
+    scores[3] = -1.0
+    scores[3, [5, 700, 8001]] = 0.0  # the best in the short last part
+    scores[4, -3:] = 9.0  # the k best all in the last part
+    scores[5, ::2] = 7.0  # every group's maximum tied
+    # A tie among the k best across two groups: the lower index (100) is
+    # in the later group (groups hold entries `groups` apart).
+    groups = 8003 // host_search.GROUP_SIZE
+    scores[6] = -5.0
+    scores[6, [groups + 50, 100, 7, 9]] = [9.0, 9.0, 3.0, 2.0]
+    for k in (2, 4, 10):
+        assert scores.shape[1] >= 8 * k * host_search.GROUP_SIZE
         expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
         np.testing.assert_array_equal(top_k(scores, k), expected)
 
