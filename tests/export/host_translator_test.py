@@ -80,7 +80,11 @@ def test_onnx_matches_translator_and_tflite(family, search):
             family.cases)
         assert got_texts == texts
         assert got_scores == pytest.approx(scores, abs=1e-3)
-    assert len(set(texts)) > 2  # the model says input-dependent things
+    # The model says input-dependent things, so the equality above is not
+    # trivial: distinct best hypotheses, by text or by score (with beam 3 and
+    # a coverage penalty the tiny model can give one text for most inputs;
+    # their scores still differ by sentence).
+    assert len(set(zip(texts, np.round(scores, 2)))) > 2
 
 
 @pytest.mark.parametrize("runtime", ["onnx", "tflite"])
