@@ -66,6 +66,7 @@ from gnmt_tf.decoding import beam_search  # noqa: E402
 from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
+from cpu_flags import simd_flags  # noqa: E402
 from task_space.task_space_translation_model import (  # noqa: E402
     TaskSpaceTranslationModel)
 
@@ -130,24 +131,6 @@ def ours_fn(model, output_length, cache="growing"):
         return result.ids[:, 0], result.lengths[:, 0]
 
     return tf.function(search, autograph=False)
-
-
-SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw",
-              "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile",
-              "amx_bf16", "amx_int8")
-
-
-def simd_flags():
-    """The SIMD flags of this CPU (from /proc/cpuinfo) among `SIMD_FLAGS`."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    have = set(line.split(":", 1)[1].split())
-                    return [flag for flag in SIMD_FLAGS if flag in have]
-    except OSError:
-        pass
-    return []
 
 
 def _time(call, repeats):

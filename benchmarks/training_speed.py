@@ -12,7 +12,10 @@ same data (Multi30k en->de train), batches of `--max-tokens` target tokens
    (`--opennmt-venv`; made here with `--python`, default
    ``/usr/bin/python3.11``, and ``OpenNMT-tf==2.32.0`` +
    ``tensorflow-cpu==2.13.*`` installed from PyPI unless present).
-   Reported: ``ours_over_opennmt`` (the issue aims at >= 1.3).
+   Reported: ``ours_over_opennmt`` (the issue aims at >= 1.3). With
+   `--bfloat16`, ours also trains with ``precision=mixed_bfloat16``
+   (``ours_bfloat16_over_opennmt``, ``bfloat16_over_float32``): faster only
+   on CPUs with bfloat16 matmuls (``settings.simd_flags``).
 2. ``gnmt``: our `gnmt_small` (`gnmt-tf train`), whose LSTMs are written
    by hand (`gnmt_tf.layers.lstm`), against the same model with each LSTM's
    sequence pass done by `keras.layers.LSTM` on the same weights
@@ -25,7 +28,7 @@ tokens/s of its log line every `--log-every` steps), leaving out the first inter
 
     python benchmarks/training_speed.py --data-dir /work/shared/data/multi30k \\
         [--steps 300] [--log-every 50] [--threads N] [--only transformer]
-        [--geometric-buckets]
+        [--geometric-buckets] [--bfloat16]
 
 Writes `benchmarks/results/training_speed.json`.
 """
@@ -46,6 +49,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from results_file import command_line  # noqa: E402
+from cpu_flags import simd_flags  # noqa: E402
 
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
@@ -106,6 +110,9 @@ def parse_args(argv=None):
     parser.add_argument("--geometric-buckets", action="store_true",
                         help="also train our Transformer with the earlier "
                              "geometric length buckets (bucket_width=0)")
+    parser.add_argument("--bfloat16", action="store_true",
+                        help="also train our Transformer with "
+                             "precision=mixed_bfloat16")
     parser.add_argument("--vocab", default=None,
                         help="a SentencePiece .model for all runs (default: "
                              "our first run trains one)")
@@ -316,6 +323,21 @@ def transformer(args, work):
         result["bucket_width1_over_geometric"] = round(
             ours["target_tokens_per_s"] / geometric["target_tokens_per_s"],
             3)
+    if args.bfloat16:
+        # bfloat16 compute against OpenNMT-tf's float32: a faster step only
+        # where the CPU has bfloat16 matmuls (`simd_flags`); its BLEU cost
+        # is measured by `gnmt_ablation.py`.
+        mixed = _our_train(
+            args, "transformer_small", work / "ours_transformer_bfloat16",
+            ["task-space", "train", "--directions", "en-de"],
+            sets=["precision=mixed_bfloat16"])
+        result["ours_bfloat16"] = mixed
+        if opennmt.get("target_tokens_per_s"):
+            result["ours_bfloat16_over_opennmt"] = round(
+                mixed["target_tokens_per_s"]
+                / opennmt["target_tokens_per_s"], 3)
+        result["bfloat16_over_float32"] = round(
+            mixed["target_tokens_per_s"] / ours["target_tokens_per_s"], 3)
     return result
 
 
@@ -352,6 +374,7 @@ def main(argv=None):
             "threads": args.threads, "data": "Multi30k en-de train",
             "vocab": args.vocab, "cpu_count": os.cpu_count(),
             "load_average_at_end": os.getloadavg(),
+            "simd_flags": simd_flags(),
             "unit": "target tokens/s, median of logged intervals after the "
                     "first"}
         results["command"] = command_line("training_speed.py", argv)

@@ -93,6 +93,9 @@ class GNMTConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """How a model is trained.
@@ -123,6 +126,10 @@ class TrainConfig:
         differs by less than this many subwords (1, as OpenNMT-tf: least
         padding), or 0: geometric buckets 25 % wide (more padding, fewer
         batch shapes for `jit_compile`).
+      precision: str. `float32`, or `mixed_bfloat16` (Transformer models:
+        bfloat16 compute, float32 weights, so checkpoints are the same;
+        faster only where the CPU has bfloat16 matmuls, such as AVX-512
+        BF16 or AMX).
     """
 
     max_tokens: int = 2048
@@ -144,8 +151,12 @@ class TrainConfig:
     bleu_lines: int = 100
     jit_compile: bool = False
     bucket_width: int = 1
+    precision: str = "float32"
 
     def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}"
+                             f", not {self.precision!r}")
         for name in ("max_tokens", "max_length", "train_steps",
                      "checkpoint_every", "keep_checkpoints", "shuffle_buffer",
                      "delta_anneal_steps", "bleu_lines"):

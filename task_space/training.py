@@ -254,7 +254,8 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         except FileNotFoundError:
             pass
     with strategy.scope():
-        model = TaskSpaceTranslationModel(model_config)
+        model = TaskSpaceTranslationModel(model_config,
+                                          dtype=train_config.precision)
         trainer.compile_model(model, train_config, model_config.pad_id)
         return trainer.fit(model, train_config, dataset, model_dir,
                            validation, log_every=log_every,

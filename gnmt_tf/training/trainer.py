@@ -207,6 +207,11 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     from that model's weights, architecture and vocabulary
     (`gnmt_tf.training.init_from`); a run that resumes ignores it.
     """
+    if train_config.precision != "float32":
+        # The hand-written LSTM cells keep float32 state; only the
+        # Transformer's layers follow a mixed-precision policy.
+        raise ValueError(f"precision={train_config.precision} is for "
+                         "Transformer models; GNMT trains in float32")
     # First: MultiWorkerMirroredStrategy sets up collective ops, which must
     # happen before any other TensorFlow op of the process.
     strategy = make_strategy(strategy)

@@ -206,3 +206,55 @@ def test_cli_evaluate_per_direction(trained, multiway_dir, tmp_path, capsys):
     assert all(r["sentences"] == 3 and r["tags"] == ["caption"]
                for r in rows)
     assert "mean BLEU over 6 tasks" in capsys.readouterr().out
+
+
+def test_bfloat16_training_keeps_float32_weights(multiway_dir, tmp_path):
+    """`precision=mixed_bfloat16` trains in bfloat16 and checkpoints float32
+    variables that a float32 model loads and translates with; two Adam steps
+    move its weights from the float32 run's by less than the steps can."""
+    runs = {}
+    for precision in ("float32", "mixed_bfloat16"):
+        model_config, train_config = _tiny_configs()
+        train_config = apply_overrides(train_config, [
+            f"precision={precision}", "warmup_steps=0"])
+        model_dir = tmp_path / precision
+        train_task_space(model_dir, multiway_dir, "en-de", model_config,
+                         train_config, TaskSpaceOptions(validation_lines=0),
+                         log_every=1000)
+        reader = tf.train.load_checkpoint(
+            tf.train.latest_checkpoint(str(model_dir / "checkpoints")))
+        runs[precision] = {
+            name: reader.get_tensor(name)
+            for name, dtype in reader.get_variable_to_dtype_map().items()
+            if "/.ATTRIBUTES/" in name and "optimizer" not in name
+            and dtype.is_floating}
+        assert {reader.get_variable_to_dtype_map()[name]
+                for name in runs[precision]} == {tf.float32}
+    assert runs["float32"].keys() == runs["mixed_bfloat16"].keys()
+    gaps = [np.abs(runs["float32"][n] - runs["mixed_bfloat16"][n]).max()
+            for n in runs["float32"]]
+    # bfloat16 gradients differ, so the weights do; but an Adam step moves a
+    # weight by at most about 1.5 learning rates in its first steps, so two
+    # steps of each run cannot part them by more than ~6 (bound: 10).
+    assert max(gaps) > 0
+    assert max(gaps) < 10 * train_config.learning_rate
+    out = Translator.from_model_dir(tmp_path / "mixed_bfloat16").translate(
+        ["a dog"], GREEDY, src_lang="en", tgt_lang="de")
+    assert isinstance(out[0], str)
+    assert Translator.from_model_dir(
+        tmp_path / "mixed_bfloat16").model.compute_dtype == "float32"
+
+
+def test_bad_precision_is_refused():
+    _, train_config = get_preset("transformer_tiny")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        apply_overrides(train_config, ["precision=float16"])
+    # GNMT's hand-written LSTM cells keep float32 state: refused up front.
+    from gnmt_tf.presets import get_preset as gnmt_preset
+    from gnmt_tf.training.trainer import train_gnmt
+
+    model_config, train_config = gnmt_preset("gnmt_tiny")
+    with pytest.raises(ValueError, match="GNMT trains in float32"):
+        train_gnmt("unused", "unused", "en", "de", model_config,
+                   apply_overrides(train_config,
+                                   ["precision=mixed_bfloat16"]))
