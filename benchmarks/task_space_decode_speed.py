@@ -24,6 +24,10 @@ end token can be produced, no early stopping), three ways:
   (`gnmt_tf.host_search.beam_search_batch`), what `gnmt-tf translate
   --tflite` runs;
 
+- ours, bfloat16 (`--bfloat16`): the in-graph search on the same weights
+  computing in bfloat16 (`--precision mixed_bfloat16`); CTranslate2 offers
+  no bfloat16 on CPU, so this is set against its float32;
+
 and, for 8-bit weights, CTranslate2 with ``compute_type="int8"`` against
 our TFLite export with int8 weights (``dynamic_range``: the same weights,
 no QAT ranges needed; the same host search).
@@ -36,7 +40,7 @@ behind each figure are in ``best_threads``). The CPU's SIMD flags
 (AVX2, AVX-512, AMX, VNNI) are recorded with the figures.
 
     python benchmarks/task_space_decode_speed.py [--thread-counts 1,2] \\
-        [--source-length 20] [--output-length 20] [--repeats 3]
+        [--source-length 20] [--output-length 20] [--repeats 3] [--bfloat16]
 
 Writes `benchmarks/results/task_space_decode_speed.json`, keeping the
 ``earlier*`` entries already there (`--keep-previous-as NAME` also files
@@ -143,7 +147,19 @@ def _time(call, repeats):
     return statistics.median(times)
 
 
+def bfloat16_copy(model):
+    """The same weights computing in bfloat16 (`precision=mixed_bfloat16`,
+    as `gnmt-tf translate --precision mixed_bfloat16` loads them)."""
+    mixed = TaskSpaceTranslationModel(model.config, dtype="mixed_bfloat16")
+    mixed(mixed.dummy_inputs())
+    mixed.set_weights(model.get_weights())
+    return mixed
+
+
 def bench_ours(model, batch, args, cache):
+    """`cache`: growing, fixed, none, or bfloat16 (growing, bf16 compute)."""
+    if cache == "bfloat16":
+        model, cache = bfloat16_copy(model), "growing"
     inputs = _inputs(model.config, batch, args.source_length, seed=batch)
     function = ours_fn(model, args.output_length, cache)
     ids, lengths = function(*inputs)
@@ -263,6 +279,10 @@ def main(argv=None):
                         help=argparse.SUPPRESS)  # BATCH,CACHE,THREADS
     parser.add_argument("--skip-no-cache", action="store_true",
                         help="leave out the decoder without a KV cache")
+    parser.add_argument("--bfloat16", action="store_true",
+                        help="also time ours computing in bfloat16 "
+                             "(ours_bfloat16_*; CTranslate2 has no bfloat16 "
+                             "on CPU)")
     parser.add_argument("--output", default=str(RESULT))
     parser.add_argument("--keep-previous-as", default=None,
                         help="file the output's previous figures under this "
@@ -332,6 +352,8 @@ def main(argv=None):
             key = f"beam{BEAM}_batch{batch}"
             best(f"ours_{key}", ours(batch, "growing"))
             best(f"ours_fixed_cache_{key}", ours(batch, "fixed"))
+            if args.bfloat16:
+                best(f"ours_bfloat16_{key}", ours(batch, "bfloat16"))
             for compute_type, prefix in (("default", "ctranslate2"),
                                          ("int8", "ctranslate2_int8")):
                 if engines[compute_type, counts[0]] is None:
@@ -351,6 +373,8 @@ def main(argv=None):
                     results[f"ours_{key}"]
                     / results[f"ours_fixed_cache_{key}"], 3)
             for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                      (f"ours_bfloat16_{key}",
+                                       f"ctranslate2_{key}"),
                                       (f"ours_tflite_float32_{key}",
                                        f"ctranslate2_{key}"),
                                       (f"ours_tflite_int8_weights_{key}",

@@ -67,17 +67,29 @@ def read_config(model_dir) -> dict:
         raise ValueError(f"{path} is not valid JSON: {e}") from None
 
 
-def build_model(model_dir):
-    """Builds the (untrained) model described by `model_dir/config.json`."""
+def build_model(model_dir, precision="float32"):
+    """Builds the (untrained) model described by `model_dir/config.json`,
+    computing in `precision` (`float32`, or `mixed_bfloat16` for a
+    Transformer: bfloat16 matmuls, float32 weights)."""
+    from gnmt_tf.config import PRECISIONS
     from gnmt_tf.config import from_dict
 
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}"
+                         f", not {precision!r}")
     payload = read_config(model_dir)
-    model_cls, config_cls = model_classes(payload.get("model_type", "gnmt"))
+    model_type = payload.get("model_type", "gnmt")
+    model_cls, config_cls = model_classes(model_type)
     if hasattr(config_cls, "from_dict"):
         config = config_cls.from_dict(payload["model"])
     else:
         config = from_dict(config_cls, payload["model"])
-    return model_cls(config), payload
+    if precision == "float32":
+        return model_cls(config), payload
+    if model_type == "gnmt":
+        raise ValueError(f"precision={precision} is for Transformer models; "
+                         "GNMT runs in float32")
+    return model_cls(config, dtype=precision), payload
 
 
 def _checkpoints_newest_first(directory):
@@ -128,11 +140,13 @@ def restore_latest(checkpoint, model_dir, expect_partial=True):
     return None
 
 
-def load_model(model_dir):
+def load_model(model_dir, precision="float32"):
     """Loads a trained model and its vocabulary for inference.
 
     Args:
       model_dir: str or Path, or the name of a shipped model.
+      precision: `float32`, or `mixed_bfloat16` (Transformer models; faster
+        where the CPU has bfloat16 matmuls, at a small BLEU cost).
 
     Returns:
       `(model, subwords, payload)`.
@@ -146,7 +160,7 @@ def load_model(model_dir):
     from gnmt_tf.text.subword import Subwords
 
     model_dir = locate(model_dir)
-    model, payload = build_model(model_dir)
+    model, payload = build_model(model_dir, precision)
     subwords = Subwords(model_dir / VOCAB_FILE)
     model(model.dummy_inputs())  # create variables so restore checks them now
     if restore_latest(tf.train.Checkpoint(model=model), model_dir) is None:

@@ -173,11 +173,12 @@ class Translator:
         self.tokenizer = subwords.tf_tokenizer
 
     @classmethod
-    def from_model_dir(cls, model_dir, **kwargs):
-        """Loads a trained model directory (any registered model type)."""
+    def from_model_dir(cls, model_dir, precision="float32", **kwargs):
+        """Loads a trained model directory (any registered model type),
+        computing in `precision` (see `gnmt_tf.model_dir.load_model`)."""
         from gnmt_tf.model_dir import load_model
 
-        model, subwords, _ = load_model(model_dir)
+        model, subwords, _ = load_model(model_dir, precision)
         return cls(model, subwords, **kwargs)
 
     def tokenize(self, sentences, task=None):

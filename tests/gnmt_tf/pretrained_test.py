@@ -106,6 +106,32 @@ def test_every_shipped_model_keeps_its_measured_quality(name, data_dir):
         assert bleu >= expected - QUALITY_MARGIN, (direction, bleu, expected)
 
 
+def test_bfloat16_translation_keeps_the_shipped_quality(data_dir):
+    """`precision="mixed_bfloat16"` computes in bfloat16 on the very same
+    float32 weights, and keeps the model's measured quality (same margin as
+    float32 on another CPU); GNMT refuses it."""
+    import numpy as np
+
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation import score_corpus
+
+    name = "multi30k-transformer"
+    mixed = Translator.from_model_dir(name, precision="mixed_bfloat16")
+    plain = shipped_translator(name)
+    assert mixed.model.compute_dtype == "bfloat16"
+    assert all(np.array_equal(a, b) for a, b in zip(
+        mixed.model.get_weights(), plain.model.get_weights()))
+    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
+        data_dir, "test_2016_flickr", lang))[:QUALITY_SENTENCES]
+    out = mixed.translate(read("en"), SearchOptions(beam_size=4), 32,
+                          src_lang="en", tgt_lang="de", tags=("caption",))
+    expected = pretrained.describe(name)["scores"]["sacrebleu"]["en-de"]
+    assert score_corpus(out, read("de")).bleu >= \
+        expected["test_2016_flickr"] - QUALITY_MARGIN
+    with pytest.raises(ValueError, match="GNMT runs in float32"):
+        load_model("multi30k-gnmt-en-de", precision="mixed_bfloat16")
+
+
 @pytest.mark.parametrize("name", pretrained.names())
 def test_cli_lists_and_translates_by_name(name, tmp_path, capsys):
     from gnmt_tf.cli.main import main

@@ -28,6 +28,10 @@ def _translate(args, capsys, stdin_text, monkeypatch):
     (["--model", "m", "--constraints", "a", "--glossary-constraints", "b"],
      "not both"),
     (["--model", "m", "--sepbeam-model", "n"], "needs --decoder sepbeam"),
+    (["--tflite", "x.tflite", "--precision", "mixed_bfloat16"],
+     "--precision needs --model"),
+    (["--model", "m", "--model", "n", "--precision", "mixed_bfloat16"],
+     "--precision needs one --model"),
 ])
 def test_bad_flag_combinations_fail_on_one_line(args, message, capsys,
                                                 monkeypatch, tmp_path):
