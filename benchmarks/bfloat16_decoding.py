@@ -1,0 +1,107 @@
+"""Benchmark: translating in bfloat16 against float32, on a trained model.
+
+`gnmt-tf translate --precision mixed_bfloat16` (`Translator.from_model_dir(
+..., precision="mixed_bfloat16")`) runs the Transformer's layers in bfloat16
+on its float32 weights. This translates the same test_2016_flickr sentences
+both ways (in-graph beam search, the settings alternating), times them and
+scores each with sacreBLEU against the references, so the speed-up and the
+BLEU cost come from one run:
+
+    python benchmarks/bfloat16_decoding.py --model multi30k-transformer \\
+        --data-dir ../shared/data/multi30k [--sentences 1000] \\
+        [--batch-sizes 32,1] [--repeats 2] [--clock cpu]
+
+Batch size 1 takes the first N // 8 sentences (BLEU is reported for the
+batch-32 run, on all N). bfloat16 is faster only on CPUs with bfloat16
+matmuls (AVX-512 BF16, AMX): the JSON records the SIMD flags. Writes
+`benchmarks/results/bfloat16_decoding.json`.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from growing_cache import TASK, measure  # noqa: E402
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "bfloat16_decoding.json"
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="multi30k-transformer",
+                        help="model directory or shipped name")
+    parser.add_argument("--data-dir", default=str(
+        REPO_ROOT.parent / "shared" / "data" / "multi30k"))
+    parser.add_argument("--sentences", type=positive_int, default=1000)
+    parser.add_argument("--batch-sizes", default="32,1")
+    parser.add_argument("--beam-size", type=positive_int, default=4)
+    parser.add_argument("--repeats", type=positive_int, default=2)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--output", default=str(RESULT))
+    args = parser.parse_args(argv)
+    try:
+        batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]
+    except argparse.ArgumentTypeError as e:
+        parser.error(f"--batch-sizes: {e}")
+
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation import score_corpus
+    from gnmt_tf.io_utils import write_text_atomic
+    from gnmt_tf.translator import SearchOptions, Translator
+
+    translators = {p: Translator.from_model_dir(args.model, precision=p)
+                   for p in PRECISIONS}
+    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
+        args.data_dir, "test_2016_flickr", lang))[:args.sentences]
+    sources, references = read(TASK["src_lang"]), read(TASK["tgt_lang"])
+    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    result = {}
+    for batch_size in batch_sizes:
+        count = len(sources) if batch_size > 1 else max(1, len(sources) // 8)
+        runs = measure(translators, sources[:count], options, batch_size,
+                       args.repeats, clock)
+        median = {name: statistics.median(times)
+                  for name, (_, times) in runs.items()}
+        outputs = {name: out for name, (out, _) in runs.items()}
+        entry = {
+            "sentences": count,
+            "seconds_median": {n: round(t, 2) for n, t in median.items()},
+            "seconds_all": {n: [round(t, 2) for t in times]
+                            for n, (_, times) in runs.items()},
+            "bfloat16_speedup": round(
+                median["float32"] / median["mixed_bfloat16"], 3),
+            "identical_outputs": sum(a == b for a, b in zip(
+                outputs["float32"], outputs["mixed_bfloat16"])),
+        }
+        if batch_size > 1:
+            entry["bleu"] = {name: round(score_corpus(
+                out, references[:count]).bleu, 2)
+                for name, out in outputs.items()}
+        result[f"batch{batch_size}"] = entry
+        print(f"batch {batch_size}: {entry}", flush=True)
+    result.update(
+        cpu_count=os.cpu_count(), simd_flags=simd_flags(),
+        load_average_at_end=os.getloadavg(), model=args.model,
+        split="test_2016_flickr", direction="en-de",
+        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
+        command="python benchmarks/bfloat16_decoding.py " + " ".join(
+            argv if argv is not None else sys.argv[1:]))
+    write_text_atomic(pathlib.Path(args.output),
+                      json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
