@@ -17,7 +17,6 @@ matmuls (AVX-512 BF16, AMX): the JSON records the SIMD flags. Writes
 `benchmarks/results/bfloat16_decoding.json`.
 """
 
-import argparse
 import json
 import os
 import pathlib
@@ -30,30 +29,15 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
-from growing_cache import TASK, measure  # noqa: E402
+from gnmt_tf.config import PRECISIONS  # noqa: E402
+from growing_cache import TASK, measure, parse_args  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "bfloat16_decoding.json"
-PRECISIONS = ("float32", "mixed_bfloat16")
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="multi30k-transformer",
-                        help="model directory or shipped name")
-    parser.add_argument("--data-dir", default=str(
-        REPO_ROOT.parent / "shared" / "data" / "multi30k"))
-    parser.add_argument("--sentences", type=positive_int, default=1000)
-    parser.add_argument("--batch-sizes", default="32,1")
-    parser.add_argument("--beam-size", type=positive_int, default=4)
-    parser.add_argument("--repeats", type=positive_int, default=2)
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    parser.add_argument("--output", default=str(RESULT))
-    args = parser.parse_args(argv)
-    try:
-        batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]
-    except argparse.ArgumentTypeError as e:
-        parser.error(f"--batch-sizes: {e}")
+    args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
+                                   repeats=2)
 
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation import score_corpus

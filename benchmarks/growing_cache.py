@@ -51,8 +51,10 @@ def measure(translators, sources, options, batch_size, repeats, clock):
     return results
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(description, argv, output, repeats):
+    """`(args, batch_sizes)` of the flags this benchmark shares with others
+    that time `Translator` settings side by side on a trained model."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="multi30k-transformer",
                         help="model directory or shipped name")
     parser.add_argument("--data-dir", default=str(
@@ -62,14 +64,20 @@ def main(argv=None):
                              "size 1 takes the first N // 8)")
     parser.add_argument("--batch-sizes", default="32,1")
     parser.add_argument("--beam-size", type=positive_int, default=4)
-    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--repeats", type=positive_int, default=repeats)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    parser.add_argument("--output", default=str(RESULT))
+    parser.add_argument("--output", default=str(output))
     args = parser.parse_args(argv)
     try:
         batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]
     except argparse.ArgumentTypeError as e:
         parser.error(f"--batch-sizes: {e}")
+    return args, batch_sizes
+
+
+def main(argv=None):
+    args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
+                                   repeats=3)
 
     from gnmt_tf.data import corpus
     from gnmt_tf.io_utils import write_text_atomic

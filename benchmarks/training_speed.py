@@ -297,8 +297,17 @@ def transformer(args, work):
 
     preset = TRANSFORMER_PRESETS["transformer_small"]
     ours_dir = work / "ours_transformer"
-    ours = _our_train(args, "transformer_small", ours_dir,
-                      ["task-space", "train", "--directions", "en-de"])
+
+    def train(directory, sets=()):  # our Transformer, en->de
+        return _our_train(args, "transformer_small", directory,
+                          ["task-space", "train", "--directions", "en-de"],
+                          sets=sets)
+
+    def rate_ratio(a, b):
+        return (round(a["target_tokens_per_s"] / b["target_tokens_per_s"], 3)
+                if b.get("target_tokens_per_s") else None)
+
+    ours = train(ours_dir)
     dims = {"layers": preset["num_layers"], "hidden": preset["hidden_dim"],
             "heads": preset["num_heads"], "ffn": preset["intermediate_dim"],
             "dropout": preset["dropout"]}
@@ -306,38 +315,25 @@ def transformer(args, work):
         opennmt = opennmt_train(args, ours_dir / "spm.model", work, dims)
     except (RuntimeError, OSError) as e:
         opennmt = {"error": str(e)[-2000:]}
-    ratio = (round(ours["target_tokens_per_s"]
-                   / opennmt["target_tokens_per_s"], 3)
-             if opennmt.get("target_tokens_per_s") else None)
-    result = {"ours": ours, "opennmt": opennmt, "ours_over_opennmt": ratio,
-              "model": dims}
+    result = {"ours": ours, "opennmt": opennmt,
+              "ours_over_opennmt": rate_ratio(ours, opennmt), "model": dims}
     if args.geometric_buckets:
         # What batching pairs of one length (bucket_width=1, the default
         # since issue 17, as OpenNMT-tf's length_bucket_width) gains over
         # the earlier 25 %-wide buckets, in the same run.
-        geometric = _our_train(
-            args, "transformer_small", work / "ours_transformer_geometric",
-            ["task-space", "train", "--directions", "en-de"],
-            sets=["bucket_width=0"])
+        geometric = train(work / "ours_transformer_geometric",
+                          ["bucket_width=0"])
         result["ours_geometric_buckets"] = geometric
-        result["bucket_width1_over_geometric"] = round(
-            ours["target_tokens_per_s"] / geometric["target_tokens_per_s"],
-            3)
+        result["bucket_width1_over_geometric"] = rate_ratio(ours, geometric)
     if args.bfloat16:
         # bfloat16 compute against OpenNMT-tf's float32: a faster step only
         # where the CPU has bfloat16 matmuls (`simd_flags`); its BLEU cost
         # is measured by `gnmt_ablation.py`.
-        mixed = _our_train(
-            args, "transformer_small", work / "ours_transformer_bfloat16",
-            ["task-space", "train", "--directions", "en-de"],
-            sets=["precision=mixed_bfloat16"])
+        mixed = train(work / "ours_transformer_bfloat16",
+                      ["precision=mixed_bfloat16"])
         result["ours_bfloat16"] = mixed
-        if opennmt.get("target_tokens_per_s"):
-            result["ours_bfloat16_over_opennmt"] = round(
-                mixed["target_tokens_per_s"]
-                / opennmt["target_tokens_per_s"], 3)
-        result["bfloat16_over_float32"] = round(
-            mixed["target_tokens_per_s"] / ours["target_tokens_per_s"], 3)
+        result["ours_bfloat16_over_opennmt"] = rate_ratio(mixed, opennmt)
+        result["bfloat16_over_float32"] = rate_ratio(mixed, ours)
     return result
 
 

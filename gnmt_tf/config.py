@@ -96,6 +96,13 @@ class GNMTConfig:
 PRECISIONS = ("float32", "mixed_bfloat16")
 
 
+def check_precision(precision):
+    """Raises ValueError unless `precision` is one of `PRECISIONS`."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}"
+                         f", not {precision!r}")
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """How a model is trained.
@@ -154,9 +161,7 @@ class TrainConfig:
     precision: str = "float32"
 
     def __post_init__(self):
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}"
-                             f", not {self.precision!r}")
+        check_precision(self.precision)
         for name in ("max_tokens", "max_length", "train_steps",
                      "checkpoint_every", "keep_checkpoints", "shuffle_buffer",
                      "delta_anneal_steps", "bleu_lines"):

@@ -71,12 +71,10 @@ def build_model(model_dir, precision="float32"):
     """Builds the (untrained) model described by `model_dir/config.json`,
     computing in `precision` (`float32`, or `mixed_bfloat16` for a
     Transformer: bfloat16 matmuls, float32 weights)."""
-    from gnmt_tf.config import PRECISIONS
+    from gnmt_tf.config import check_precision
     from gnmt_tf.config import from_dict
 
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}"
-                         f", not {precision!r}")
+    check_precision(precision)
     payload = read_config(model_dir)
     model_type = payload.get("model_type", "gnmt")
     model_cls, config_cls = model_classes(model_type)

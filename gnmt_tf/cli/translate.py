@@ -27,6 +27,7 @@ import sys
 from gnmt_tf.cli import streaming, task_flags
 from gnmt_tf.cli.arg_types import (finite_float, non_negative_int,
                                    positive_float, positive_int, probability)
+from gnmt_tf.config import PRECISIONS
 
 # The document mode's implementation, loaded by name (`gateway.cli`).
 DOCUMENT_PIPELINE = "gateway.cli"
@@ -187,7 +188,7 @@ def register(subparsers):
              "see gnmt_tf.cpu_settings; with --tflite/--onnx: the "
              "runtime's choice)")
     parser.add_argument(
-        "--precision", choices=("float32", "mixed_bfloat16"),
+        "--precision", choices=PRECISIONS,
         default="float32",
         help="with one --model (a Transformer): compute in bfloat16, "
              "faster where the CPU has bfloat16 matmuls (AVX-512 BF16, "

@@ -238,11 +238,10 @@ def test_bfloat16_training_keeps_float32_weights(multiway_dir, tmp_path):
     # steps of each run cannot part them by more than ~6 (bound: 10).
     assert max(gaps) > 0
     assert max(gaps) < 10 * train_config.learning_rate
-    out = Translator.from_model_dir(tmp_path / "mixed_bfloat16").translate(
-        ["a dog"], GREEDY, src_lang="en", tgt_lang="de")
+    loaded = Translator.from_model_dir(tmp_path / "mixed_bfloat16")
+    out = loaded.translate(["a dog"], GREEDY, src_lang="en", tgt_lang="de")
     assert isinstance(out[0], str)
-    assert Translator.from_model_dir(
-        tmp_path / "mixed_bfloat16").model.compute_dtype == "float32"
+    assert loaded.model.compute_dtype == "float32"
 
 
 def test_bad_precision_is_refused():
