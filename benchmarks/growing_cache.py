@@ -51,9 +51,10 @@ def measure(translators, sources, options, batch_size, repeats, clock):
     return results
 
 
-def parse_args(description, argv, output, repeats):
+def parse_args(description, argv, output, repeats, extra=()):
     """`(args, batch_sizes)` of the flags this benchmark shares with others
-    that time `Translator` settings side by side on a trained model."""
+    that time `Translator` settings side by side on a trained model
+    (`extra`: their own flags, as `(flag, add_argument keywords)`)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", default="multi30k-transformer",
                         help="model directory or shipped name")
@@ -67,6 +68,8 @@ def parse_args(description, argv, output, repeats):
     parser.add_argument("--repeats", type=positive_int, default=repeats)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     parser.add_argument("--output", default=str(output))
+    for flag, keywords in extra:
+        parser.add_argument(flag, **keywords)
     args = parser.parse_args(argv)
     try:
         batch_sizes = [positive_int(b) for b in args.batch_sizes.split(",")]

@@ -235,7 +235,8 @@ def bench_tflite(path, model, batch, args, threads):
         return beam_search_batch(
             runtime.step, state, [args.source_length] * batch,
             model.config.bos_id, NO_END_ID, args.output_length,
-            beam_size=BEAM, length_penalty=0.0)
+            beam_size=BEAM, length_penalty=0.0,
+            step_gathers=runtime.step_gathers)
 
     lengths = {len(pairs[0][0]) for pairs in call()}
     assert lengths == {args.output_length}, lengths

@@ -158,7 +158,7 @@ def _check(beam_size, num_hypotheses):
 def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
                       max_lengths, beam_size=5, length_penalty=0.6,
                       coverage_penalty=0.0, num_hypotheses=1,
-                      beam_width=None):
+                      beam_width=None, step_gathers=False):
     """Searches a batch of sentences; returns each one's best pairs.
 
     Args:
@@ -182,6 +182,13 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
       num_hypotheses: int `N` in `[1, K]`.
       beam_width: float or None. GNMT's pruning width (the two rules of
         `gnmt_tf.decoding.beam_search`).
+      step_gathers: bool. `step_fn` takes a third argument, `rows`: per
+        state entry, int64 `[R]` indices or None, and its input entry is
+        `state[name][rows[name]]` (None: all of `state[name]`, in order).
+        The search then never gathers the state itself: it composes the
+        indices, and the step gathers each entry once, where it copies it
+        anyway (the TFLite runtime: straight into the interpreter's
+        input). Otherwise the search gathers each entry after the step.
 
     Returns:
       A list of `B` lists of `N` pairs `(ids, score)`, best first; `ids`
@@ -217,9 +224,15 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
     finished_ids = np.zeros([batch, n, max_time], np.int32)
     finished_scores = np.full([batch, n], NEG_INF, np.float32)
     finished_lengths = np.zeros([batch, n], np.int32)
+    state = dict(state)
+    # The live rows of each entry: state[name][take[name]] (None: all).
+    take = dict.fromkeys(state)
 
     for t in range(max_time):
-        log_probs, attention, changed = step_fn(last, state)
+        if step_gathers:
+            log_probs, attention, changed = step_fn(last, state, take)
+        else:
+            log_probs, attention, changed = step_fn(last, state)
         a = len(active)
         live_slots = np.flatnonzero(live)  # [R] of the a * K slots
         log_probs = np.asarray(log_probs, np.float32)  # [R, V]
@@ -312,11 +325,16 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         # sentence: they need a gather only when rows moved between sentences.
         moved = len(rows) < a or not np.array_equal(new_live.sum(axis=1),
                                                     live.sum(axis=1))
-        for name, value in state.items():
+        for name, rows_before in take.items():
             if name in changed:
-                state[name] = changed[name][gather]
+                state[name], take[name] = changed[name], gather
             elif moved:
-                state[name] = value[gather]
+                take[name] = (gather if rows_before is None
+                              else rows_before[gather])
+        if not step_gathers:
+            for name, rows_now in take.items():
+                if rows_now is not None:
+                    state[name], take[name] = state[name][rows_now], None
         live = new_live
 
     if beam_width is not None:

@@ -22,7 +22,8 @@ A runtime adapter is all that differs between runtimes
   ``task`` the other `encode` inputs (arrays of batch 1), ``state`` a dict
   of arrays that `decode_step` takes;
 - ``step(ids, state) -> (log_probs, attention, changed)``: as
-  `beam_search`'s ``step_fn``;
+  `beam_search`'s ``step_fn`` (``step(ids, state, rows)`` where the runtime
+  sets ``step_gathers = True``: it gathers the live rows itself);
 - ``path`` (for messages), ``encode_inputs`` (names) and
   ``max_source_length`` (int, or None where the shapes set no limit).
 
@@ -270,7 +271,8 @@ class HostTranslator:
             self.runtime.step, state, lengths, self.bos_id, self.eos_id,
             max_lengths, beam_size=beam_size, length_penalty=length_penalty,
             coverage_penalty=coverage_penalty, num_hypotheses=num_hypotheses,
-            beam_width=beam_width)
+            beam_width=beam_width,
+            step_gathers=getattr(self.runtime, "step_gathers", False))
 
     def state_bytes(self, task=None):
         """Bytes of one sentence's decoding state (one hypothesis), read

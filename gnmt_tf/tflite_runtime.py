@@ -129,17 +129,23 @@ class TFLiteRuntime:
                        for name, value in self._empty_state.items()})
         return padded
 
-    def step(self, ids, state):
-        """`ids` int32 `[B]` + `state` -> `(log_probs [B, V], attention
+    # `beam_search_batch(..., step_gathers=True)`: `step` gathers the
+    # state's live rows itself, as it copies them into the interpreter.
+    step_gathers = True
+
+    def step(self, ids, state, rows=None):
+        """`ids` int32 `[B]` + `state` (+ `rows`: per entry, indices of the
+        rows to use, or None for all) -> `(log_probs [B, V], attention
         [B, L] or None, the state entries the step changed)`.
 
         The state is large (a task-space model's cross-attention keys and
         values: `[B, L, H, Dh]` per layer), and most of it is read-only
         during a search, so inputs are copied into the interpreter only
-        when they are new arrays (`_StepInputs`), and the tensors are
-        reallocated only when the batch size changes."""
-        out = self._step_inputs.run(dict(state, ids=np.asarray(ids,
-                                                               np.int32)))
+        when they are new arrays or new rows (`_StepInputs`), gathered as
+        they are copied, and the tensors are reallocated only when a shape
+        changes."""
+        out = self._step_inputs.run(
+            dict(state, ids=np.asarray(ids, np.int32)), rows or {})
         log_probs = out.pop("log_probs")
         return log_probs, out.pop("attention", None), out
 
@@ -166,38 +172,102 @@ class _StepInputs:
     LiteRT version lacks it, every call goes through the runner.
     """
 
+    reserve = True  # `_allocate`'s policy (False: each shape as it comes)
+
     def __init__(self, runner):
         self._runner = runner
         self._wrapper = getattr(runner, "_interpreter_wrapper", None)
         self._index = getattr(runner, "_inputs", None)
         self._outputs = getattr(runner, "_outputs", None)
         self._subgraph = getattr(runner, "_subgraph_index", None)
-        self._copied = {}  # input name -> the array copied in last
-        self._shapes = {}
+        self._copied = {}  # input name -> (array, rows) copied in last
+        self._shapes = {}  # input name -> its shape now
+        self._reserved = {}  # input name -> its shape at the arena's largest
 
-    def run(self, inputs):
+    def _allocate(self, shapes):
+        """Resizes the inputs to `shapes` and reallocates the tensors.
+
+        A growing KV cache changes the shapes at every step, and whenever
+        the arena has to grow, LiteRT copies it whole into a new buffer: at
+        batch 32 that took more time a step than the host search's NumPy.
+        So when an input outgrows its largest shape so far, the tensors are
+        first allocated with the outgrown dimensions at least doubled: the
+        arena keeps that size (it never shrinks), and the next steps'
+        allocations, at smaller shapes, fit in it. (The arena is then at
+        most about twice the largest a search needs.)
+        """
+        if self.reserve and any(not _fits(shape, self._reserved.get(name))
+                                for name, shape in shapes.items()):
+            reserved = {name: _reserve(shape, self._reserved.get(name))
+                        for name, shape in shapes.items()}
+            try:
+                self._resize(reserved)
+                self._reserved = reserved
+            except (RuntimeError, ValueError):  # shapes it takes one by one
+                self._reserved = dict(shapes)
+        self._resize(shapes)
+        self._shapes = dict(shapes)
+        self._copied = {}  # reallocated: every input is copied again
+
+    def _resize(self, shapes):
+        for name, shape in shapes.items():
+            self._wrapper.ResizeInputTensor(
+                self._index[name], np.array(shape, np.int32), False,
+                self._subgraph)
+        self._wrapper.AllocateTensors(self._subgraph)
+
+    def run(self, inputs, rows):
+        """Runs the signature on `inputs[name][rows[name]]` (all of
+        `inputs[name]` where `rows` has no indices for it)."""
         if None in (self._wrapper, self._index, self._outputs,
                     self._subgraph):
-            return self._runner(**inputs)
-        resized = False
+            return self._runner(**{
+                name: value if rows.get(name) is None
+                else value[rows[name]] for name, value in inputs.items()})
+        shapes = {}
         for name, value in inputs.items():
-            if self._shapes.get(name) != value.shape:
-                self._wrapper.ResizeInputTensor(
-                    self._index[name], np.array(value.shape, np.int32),
-                    False, self._subgraph)
-                self._shapes[name] = value.shape
-                resized = True
-        if resized:
-            self._wrapper.AllocateTensors(self._subgraph)
-            self._copied = {}
+            index = rows.get(name)
+            shapes[name] = value.shape if index is None else (
+                (len(index),) + value.shape[1:])
+        if shapes != self._shapes:
+            self._allocate(shapes)
         for name, value in inputs.items():
-            if self._copied.get(name) is not value:
+            index = rows.get(name)
+            copied = self._copied.get(name)
+            if (copied is not None and copied[0] is value
+                    and copied[1] is index):
+                continue
+            if index is None:
                 self._wrapper.SetTensor(self._index[name], value,
                                         self._subgraph)
-                self._copied[name] = value
+            else:
+                # One copy, gathered into the interpreter's own buffer (a
+                # view valid until the next reallocation). mode="clip":
+                # the indices are valid, and "raise" buffers `out`.
+                np.take(value, index, axis=0, mode="clip",
+                        out=self._wrapper.tensor(self._wrapper,
+                                                 self._index[name],
+                                                 self._subgraph))
+            self._copied[name] = (value, index)
         self._wrapper.Invoke(self._subgraph)
         return {name: self._wrapper.GetTensor(index, self._subgraph)
                 for name, index in self._outputs}
+
+
+def _fits(shape, reserved):
+    """Whether `shape` is within `reserved` (None: nothing reserved)."""
+    return (reserved is not None and len(shape) == len(reserved)
+            and all(size <= limit for size, limit in zip(shape, reserved)))
+
+
+def _reserve(shape, reserved):
+    """The shape to allocate for so that `shape` fits: `reserved` with each
+    dimension `shape` outgrows at least doubled (`shape` itself the first
+    time)."""
+    if reserved is None or len(shape) != len(reserved):
+        return tuple(shape)
+    return tuple(limit if size <= limit else max(size, 2 * limit)
+                 for size, limit in zip(shape, reserved))
 
 
 def _padded_shapes(encode_outputs, step_inputs):

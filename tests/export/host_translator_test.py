@@ -225,3 +225,52 @@ def test_auto_batch_size_keeps_the_state_within_budget(family, monkeypatch):
     assert host.auto_batch_size(4, task) == 1
     monkeypatch.setattr(host_translator, "STATE_BUDGET_BYTES", 2**40)
     assert host.auto_batch_size(4, task) == host_translator.MAX_BATCH_SIZE
+
+
+def test_tflite_step_gathers_rows_as_given(family):
+    """The TFLite runtime's step on `(state, rows)` is its step on the
+    gathered state (it gathers straight into the interpreter's inputs),
+    also when only the rows change between two calls."""
+    host = family.tflite
+    prefix, task = host.task_arrays(**family.cases[0][0])
+    eos = host.eos_id
+    state = host.runtime.encode(
+        np.asarray([prefix + [5, 6, eos], prefix + [9, 7, eos]], np.int32)
+        if host.runtime.encode_batch_size is None else
+        np.asarray([prefix + [5, 6, eos]], np.int32), task)
+    ids = np.asarray([5, 5, 5], np.int32)
+    sentences = len(next(iter(state.values())))
+    for picked in ([0, 0, sentences - 1], [sentences - 1, 0, 0]):
+        rows = {name: np.asarray(picked) for name in state}
+        log_probs, _, changed = host.runtime.step(ids, state, rows)
+        want, _, want_changed = host.runtime.step(
+            ids, {name: value[picked] for name, value in state.items()})
+        np.testing.assert_array_equal(log_probs, want)
+        assert changed.keys() == want_changed.keys()
+        for name in changed:
+            np.testing.assert_array_equal(changed[name], want_changed[name])
+    if sentences > 1:  # the rows matter: the ids are the same
+        assert not np.array_equal(log_probs[0], log_probs[2])
+
+
+def test_tflite_arena_is_reserved_geometrically():
+    """The TFLite runtime's reallocation policy on a growing KV cache: the
+    tensors are allocated for a larger shape only when a step outgrows the
+    largest so far, with the outgrown dimensions doubled, so a search of
+    100 steps reserves a handful of times, and never more than twice what
+    it needs."""
+    from gnmt_tf.tflite_runtime import _fits, _reserve
+
+    reserved, reservations = {}, 0
+    for t in range(101):
+        shapes = {"cache": (4 if t else 1, t, 2), "memory": (4, 7, 2),
+                  "ids": (4,)}
+        if not all(_fits(s, reserved.get(n)) for n, s in shapes.items()):
+            reserved = {n: _reserve(s, reserved.get(n))
+                        for n, s in shapes.items()}
+            reservations += 1
+        assert all(_fits(s, reserved[n]) for n, s in shapes.items())
+        assert reserved["memory"] == (4, 7, 2)
+        assert reserved["cache"][1] <= max(2 * t, 1)
+    assert reservations == 9  # lengths 0, 1, 2, 3, 5, 9, 17, 33, 65
+    assert reserved["cache"] == (4, 128, 2)

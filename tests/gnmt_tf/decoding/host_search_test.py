@@ -137,6 +137,36 @@ def test_batch_equals_one_sentence_at_a_time(toy_model, end_id, search):
     assert len({tuple(map(tuple, (ids for ids, _ in r))) for r in alone}) > 1
 
 
+@pytest.mark.parametrize("search", SEARCHES,
+                         ids=["greedy", "beam2", "beam3_n2", "beam4_pruned"])
+def test_a_step_that_gathers_rows_gets_the_same_search(toy_model, end_id,
+                                                       search):
+    """With `step_gathers` the search hands the step row indices instead of
+    gathering the state itself: the entries the step leaves unchanged stay
+    the encoded arrays for the whole search, and every result is the
+    same as when the search gathers."""
+    model = toy_model(5, SOURCE_LENGTHS, sharpness=2.0)
+    sentences = [3, 1, 0, 2]
+    encoded = _host_state(model, sentences)
+    plain_step = _host_step(model)
+    memory_rows = []
+
+    def gathering_step(ids, state, rows):
+        assert state["memory"] is encoded["memory"]
+        memory_rows.append(rows["memory"])
+        return plain_step(ids, {
+            name: value if rows[name] is None else value[rows[name]]
+            for name, value in state.items()})
+
+    got = beam_search_batch(
+        gathering_step, encoded, [SOURCE_LENGTHS[s] for s in sentences],
+        START_ID, end_id, [MAX_LENGTHS[s] for s in sentences],
+        step_gathers=True, **search)
+    assert got == _host(model, end_id, sentences, **search)
+    if search["beam_size"] > 1:  # rows moved between sentences
+        assert any(rows is not None for rows in memory_rows)
+
+
 def test_exhaustive_beam_is_brute_force(toy_model, end_id):
     model = toy_model(2, SOURCE_LENGTHS)
     got = _host(model, end_id, [0, 1, 2, 3], beam_size=80, num_hypotheses=3,
