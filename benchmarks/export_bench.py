@@ -134,12 +134,14 @@ def measure_latency(runners, sentences, repeats):
     """`{key: [ms per sentence at batch 1, one per repeat]}`.
 
     The runners take turns within each repeat (each translates all of
-    `sentences` one at a time), so a slow spell of this shared machine
-    lands on every artifact instead of on whichever one ran then; the
+    `sentences` one at a time; in reverse order every other repeat), so a
+    slow spell of this shared machine lands on every artifact instead of
+    on whichever one ran then; the
     ratios the export aims at are read from medians, and per repeat."""
     times = {key: [] for key in runners}
-    for _ in range(repeats):
-        for key, translate_batch in runners.items():
+    for repeat in range(repeats):
+        order = list(runners.items())
+        for key, translate_batch in order[::-1] if repeat % 2 else order:
             start = time.perf_counter()
             for sentence in sentences:
                 translate_batch([sentence])

@@ -36,13 +36,15 @@ TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
 
 
 def measure(translators, sources, options, batch_size, repeats, clock):
-    """`{name: (outputs, [seconds...])}`, the settings alternating."""
+    """`{name: (outputs, [seconds...])}`, the settings alternating (in
+    reverse order every other repeat, so that none always runs first)."""
     for translator in translators.values():  # trace once per setting
         translator.translate(sources[:batch_size], options, batch_size,
                              **TASK)
     results = {name: (None, []) for name in translators}
-    for _ in range(repeats):
-        for name, translator in translators.items():
+    for repeat in range(repeats):
+        order = list(translators.items())
+        for name, translator in order[::-1] if repeat % 2 else order:
             start = clock()
             outputs = translator.translate(sources, options, batch_size,
                                            **TASK)

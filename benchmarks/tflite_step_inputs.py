@@ -24,7 +24,9 @@ arena never shrinks):
 Without `--tflite` the model's float32 TFLite export is written to a
 temporary folder first. Reports per batch size the median seconds, the
 speed-ups over ``plain`` and the number of outputs identical to
-``plain``'s. Writes `benchmarks/results/tflite_step_inputs.json`.
+``plain``'s; then (`--cold-sentences`) the first call of a new interpreter
+per setting, whose arena still grows (the repeats above reuse one
+interpreter, whose arena has grown in the first of them). Writes `benchmarks/results/tflite_step_inputs.json`.
 """
 
 import json
@@ -40,6 +42,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
+from gnmt_tf.cli.arg_types import non_negative_int  # noqa: E402
 from growing_cache import TASK, measure, parse_args  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_step_inputs.json"
@@ -67,11 +70,35 @@ class HostSetting:
             **task)
 
 
+def measure_cold(path, sources, options, repeats, clock):
+    """Seconds of a new interpreter's first `translate` call (batch 32):
+    its arena grows with the longest sentences it meets, which the repeats
+    of one interpreter in `measure` do not see again."""
+    seconds = {name: [] for name in SETTINGS}
+    for repeat in range(repeats):
+        order = list(SETTINGS.items())
+        for name, setting in order[::-1] if repeat % 2 else order:
+            translator = HostSetting(path, *setting)
+            start = clock()
+            translator.translate(sources, options, 32, **TASK)
+            seconds[name].append(round(clock() - start, 2))
+    median = {name: statistics.median(times)
+              for name, times in seconds.items()}
+    return {"sentences": len(sources), "seconds_all": seconds,
+            "speedup_over_plain": {
+                name: round(median["plain"] / time, 3)
+                for name, time in median.items() if name != "plain"}}
+
+
 def main(argv=None):
     args, batch_sizes = parse_args(
         __doc__.split("\n")[0], argv, RESULT, repeats=3,
         extra=[("--tflite", dict(help="a float32 .tflite export of --model "
-                                      "(default: exported here)"))])
+                                      "(default: exported here)")),
+               ("--cold-sentences", dict(
+                   type=non_negative_int, default=128,
+                   help="also time a new interpreter's first call on the "
+                        "first N sentences (0: skip)"))])
 
     from gnmt_tf.data import corpus
     from gnmt_tf.io_utils import write_text_atomic
@@ -113,6 +140,10 @@ def main(argv=None):
             }
             print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
                   flush=True)
+        if args.cold_sentences:
+            result["cold"] = measure_cold(path, sources[:args.cold_sentences],
+                                          options, args.repeats, clock)
+            print(f"cold: {result['cold']}", flush=True)
     result.update(
         cpu_count=os.cpu_count(), simd_flags=simd_flags(),
         load_average_at_end=os.getloadavg(), model=args.model,
