@@ -164,15 +164,15 @@ class _StepInputs:
     subgraph's tensors and copies every input in; at a search's batch size
     that copying is most of a step (hundreds of MB of unchanged encoder
     keys and values). LiteRT keeps an input tensor's contents between
-    invocations, so here an input is copied only when its array is not
-    the one copied last time (the host search replaces, never mutates, a
-    state entry), and tensors are resized and reallocated only when a shape
-    changes (then every input is copied again). This uses the runner's
+    invocations, so here an input is copied only when its array (or its
+    row indices) is not the one copied last time (the host search
+    replaces, never mutates, a state entry or its indices), rows are
+    gathered straight into the input tensor, and tensors are resized and
+    reallocated only when a shape changes (then every input is copied
+    again). This uses the runner's
     interpreter wrapper (no public API offers it per signature); where a
     LiteRT version lacks it, every call goes through the runner.
     """
-
-    reserve = True  # `_allocate`'s policy (False: each shape as it comes)
 
     def __init__(self, runner):
         self._runner = runner
@@ -182,39 +182,17 @@ class _StepInputs:
         self._subgraph = getattr(runner, "_subgraph_index", None)
         self._copied = {}  # input name -> (array, rows) copied in last
         self._shapes = {}  # input name -> its shape now
-        self._reserved = {}  # input name -> its shape at the arena's largest
 
     def _allocate(self, shapes):
-        """Resizes the inputs to `shapes` and reallocates the tensors.
-
-        A growing KV cache changes the shapes at every step, and whenever
-        the arena has to grow, LiteRT copies it whole into a new buffer: at
-        batch 32 that took more time a step than the host search's NumPy.
-        So when an input outgrows its largest shape so far, the tensors are
-        first allocated with the outgrown dimensions at least doubled: the
-        arena keeps that size (it never shrinks), and the next steps'
-        allocations, at smaller shapes, fit in it. (The arena is then at
-        most about twice the largest a search needs.)
-        """
-        if self.reserve and any(not _fits(shape, self._reserved.get(name))
-                                for name, shape in shapes.items()):
-            reserved = {name: _reserve(shape, self._reserved.get(name))
-                        for name, shape in shapes.items()}
-            try:
-                self._resize(reserved)
-                self._reserved = reserved
-            except (RuntimeError, ValueError):  # shapes it takes one by one
-                self._reserved = dict(shapes)
-        self._resize(shapes)
+        """Resizes the inputs to `shapes` and reallocates the tensors."""
+        for name, shape in shapes.items():
+            if self._shapes.get(name) != shape:
+                self._wrapper.ResizeInputTensor(
+                    self._index[name], np.array(shape, np.int32), False,
+                    self._subgraph)
+        self._wrapper.AllocateTensors(self._subgraph)
         self._shapes = dict(shapes)
         self._copied = {}  # reallocated: every input is copied again
-
-    def _resize(self, shapes):
-        for name, shape in shapes.items():
-            self._wrapper.ResizeInputTensor(
-                self._index[name], np.array(shape, np.int32), False,
-                self._subgraph)
-        self._wrapper.AllocateTensors(self._subgraph)
 
     def run(self, inputs, rows):
         """Runs the signature on `inputs[name][rows[name]]` (all of
@@ -252,22 +230,6 @@ class _StepInputs:
         self._wrapper.Invoke(self._subgraph)
         return {name: self._wrapper.GetTensor(index, self._subgraph)
                 for name, index in self._outputs}
-
-
-def _fits(shape, reserved):
-    """Whether `shape` is within `reserved` (None: nothing reserved)."""
-    return (reserved is not None and len(shape) == len(reserved)
-            and all(size <= limit for size, limit in zip(shape, reserved)))
-
-
-def _reserve(shape, reserved):
-    """The shape to allocate for so that `shape` fits: `reserved` with each
-    dimension `shape` outgrows at least doubled (`shape` itself the first
-    time)."""
-    if reserved is None or len(shape) != len(reserved):
-        return tuple(shape)
-    return tuple(limit if size <= limit else max(size, 2 * limit)
-                 for size, limit in zip(shape, reserved))
 
 
 def _padded_shapes(encode_outputs, step_inputs):

@@ -252,25 +252,3 @@ def test_tflite_step_gathers_rows_as_given(family):
     if sentences > 1:  # the rows matter: the ids are the same
         assert not np.array_equal(log_probs[0], log_probs[2])
 
-
-def test_tflite_arena_is_reserved_geometrically():
-    """The TFLite runtime's reallocation policy on a growing KV cache: the
-    tensors are allocated for a larger shape only when a step outgrows the
-    largest so far, with the outgrown dimensions doubled, so a search of
-    100 steps reserves a handful of times, and never more than twice what
-    it needs."""
-    from gnmt_tf.tflite_runtime import _fits, _reserve
-
-    reserved, reservations = {}, 0
-    for t in range(101):
-        shapes = {"cache": (4 if t else 1, t, 2), "memory": (4, 7, 2),
-                  "ids": (4,)}
-        if not all(_fits(s, reserved.get(n)) for n, s in shapes.items()):
-            reserved = {n: _reserve(s, reserved.get(n))
-                        for n, s in shapes.items()}
-            reservations += 1
-        assert all(_fits(s, reserved[n]) for n, s in shapes.items())
-        assert reserved["memory"] == (4, 7, 2)
-        assert reserved["cache"][1] <= max(2 * t, 1)
-    assert reservations == 9  # lengths 0, 1, 2, 3, 5, 9, 17, 33, 65
-    assert reserved["cache"] == (4, 128, 2)
