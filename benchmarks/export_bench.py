@@ -136,8 +136,8 @@ def measure_latency(runners, sentences, repeats):
     The runners take turns within each repeat (each translates all of
     `sentences` one at a time; in reverse order every other repeat), so a
     slow spell of this shared machine lands on every artifact instead of
-    on whichever one ran then; the
-    ratios the export aims at are read from medians, and per repeat."""
+    on whichever one ran then; the ratios the export aims at are read
+    from medians, and per repeat."""
     times = {key: [] for key in runners}
     for repeat in range(repeats):
         order = list(runners.items())

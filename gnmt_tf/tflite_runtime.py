@@ -169,9 +169,9 @@ class _StepInputs:
     replaces, never mutates, a state entry or its indices), rows are
     gathered straight into the input tensor, and tensors are resized and
     reallocated only when a shape changes (then every input is copied
-    again). This uses the runner's
-    interpreter wrapper (no public API offers it per signature); where a
-    LiteRT version lacks it, every call goes through the runner.
+    again). This uses the runner's interpreter wrapper (no public API
+    offers it per signature); where a LiteRT version lacks it, every call
+    goes through the runner.
     """
 
     def __init__(self, runner):
