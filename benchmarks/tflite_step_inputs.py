@@ -64,6 +64,9 @@ def main(argv=None):
         extra=[("--tflite", dict(help="a float32 .tflite export of --model "
                                       "(default: exported here)"))])
 
+    if args.tflite and not pathlib.Path(args.tflite).is_file():
+        sys.exit(f"--tflite: no such file: {args.tflite}")
+
     from gnmt_tf.data import corpus
     from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.translator import SearchOptions
