@@ -17,10 +17,7 @@ matmuls (AVX-512 BF16, AMX): the JSON records the SIMD flags. Writes
 `benchmarks/results/bfloat16_decoding.json`.
 """
 
-import json
-import os
 import pathlib
-import statistics
 import sys
 import time
 
@@ -28,9 +25,9 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
 from gnmt_tf.config import PRECISIONS  # noqa: E402
-from growing_cache import TASK, measure, parse_args  # noqa: E402
+from growing_cache import (TASK, measure, parse_args,  # noqa: E402
+                           sentences_for, timings, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "bfloat16_decoding.json"
 
@@ -41,7 +38,6 @@ def main(argv=None):
 
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation import score_corpus
-    from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.translator import SearchOptions, Translator
 
     translators = {p: Translator.from_model_dir(args.model, precision=p)
@@ -53,17 +49,13 @@ def main(argv=None):
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     result = {}
     for batch_size in batch_sizes:
-        count = len(sources) if batch_size > 1 else max(1, len(sources) // 8)
+        count = len(sentences_for(sources, batch_size))
         runs = measure(translators, sources[:count], options, batch_size,
                        args.repeats, clock)
-        median = {name: statistics.median(times)
-                  for name, (_, times) in runs.items()}
+        median, timing = timings(runs)
         outputs = {name: out for name, (out, _) in runs.items()}
         entry = {
-            "sentences": count,
-            "seconds_median": {n: round(t, 2) for n, t in median.items()},
-            "seconds_all": {n: [round(t, 2) for t in times]
-                            for n, (_, times) in runs.items()},
+            "sentences": count, **timing,
             "bfloat16_speedup": round(
                 median["float32"] / median["mixed_bfloat16"], 3),
             "identical_outputs": sum(a == b for a, b in zip(
@@ -75,15 +67,7 @@ def main(argv=None):
                 for name, out in outputs.items()}
         result[f"batch{batch_size}"] = entry
         print(f"batch {batch_size}: {entry}", flush=True)
-    result.update(
-        cpu_count=os.cpu_count(), simd_flags=simd_flags(),
-        load_average_at_end=os.getloadavg(), model=args.model,
-        split="test_2016_flickr", direction="en-de",
-        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
-        command="python benchmarks/bfloat16_decoding.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]))
-    write_text_atomic(pathlib.Path(args.output),
-                      json.dumps(result, indent=2) + "\n")
+    write_result(result, args, "bfloat16_decoding.py", argv)
     return 0
 
 

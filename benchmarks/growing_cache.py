@@ -29,7 +29,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
 from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
+from results_file import command_line  # noqa: E402  (this script's folder)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "growing_cache.json"
 TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
@@ -51,6 +54,36 @@ def measure(translators, sources, options, batch_size, repeats, clock):
             results[name][1].append(clock() - start)
             results[name] = (outputs, results[name][1])
     return results
+
+
+def sentences_for(sources, batch_size):
+    """The sentences timed at `batch_size`: all of them, or the first
+    N // 8 at batch size 1 (one at a time is slow)."""
+    return sources if batch_size > 1 else sources[:max(1, len(sources) // 8)]
+
+
+def timings(runs):
+    """`(median seconds per setting, the JSON entry's timing fields)` of
+    `measure`'s `runs`."""
+    median = {name: statistics.median(times)
+              for name, (_, times) in runs.items()}
+    return median, {
+        "seconds_median": {n: round(t, 2) for n, t in median.items()},
+        "seconds_all": {n: [round(t, 2) for t in times]
+                        for n, (_, times) in runs.items()}}
+
+
+def write_result(result, args, script, argv, **settings):
+    """Adds the machine, the shared settings, `settings` and the command
+    line to `result`, and writes it to `args.output` (atomically)."""
+    result.update(
+        cpu_count=os.cpu_count(), simd_flags=simd_flags(),
+        load_average_at_end=os.getloadavg(), model=args.model,
+        split="test_2016_flickr", direction="en-de",
+        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
+        **settings, command=command_line(script, argv))
+    write_text_atomic(pathlib.Path(args.output),
+                      json.dumps(result, indent=2) + "\n")
 
 
 def parse_args(description, argv, output, repeats, extra=()):
@@ -85,7 +118,6 @@ def main(argv=None):
                                    repeats=3)
 
     from gnmt_tf.data import corpus
-    from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.translator import SearchOptions, Translator
 
@@ -98,31 +130,19 @@ def main(argv=None):
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     result = {}
     for batch_size in batch_sizes:
-        subset = sources if batch_size > 1 else sources[:max(
-            1, len(sources) // 8)]
+        subset = sentences_for(sources, batch_size)
         runs = measure(translators, subset, options, batch_size,
                        args.repeats, clock)
-        median = {name: statistics.median(times)
-                  for name, (_, times) in runs.items()}
+        median, timing = timings(runs)
         fixed, growing = runs["fixed"][0], runs["growing"][0]
         result[f"batch{batch_size}"] = {
-            "sentences": len(subset),
-            "seconds_median": {n: round(t, 2) for n, t in median.items()},
-            "seconds_all": {n: [round(t, 2) for t in times]
-                            for n, (_, times) in runs.items()},
+            "sentences": len(subset), **timing,
             "speedup": round(median["fixed"] / median["growing"], 3),
             "identical_outputs": sum(a == b for a, b in zip(fixed, growing)),
         }
         print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
               flush=True)
-    result.update(
-        cpu_count=os.cpu_count(), load_average_at_end=os.getloadavg(),
-        model=args.model, split="test_2016_flickr", direction="en-de",
-        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
-        command="python benchmarks/growing_cache.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]))
-    write_text_atomic(pathlib.Path(args.output),
-                      json.dumps(result, indent=2) + "\n")
+    write_result(result, args, "growing_cache.py", argv)
     return 0
 
 

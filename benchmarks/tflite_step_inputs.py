@@ -21,10 +21,7 @@ speed-up over ``plain`` and the number of outputs identical to
 ``plain``'s. Writes `benchmarks/results/tflite_step_inputs.json`.
 """
 
-import json
-import os
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
@@ -33,8 +30,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
-from growing_cache import TASK, measure, parse_args  # noqa: E402
+from growing_cache import (measure, parse_args,  # noqa: E402
+                           sentences_for, timings, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_step_inputs.json"
 # setting -> whether the step gathers the rows
@@ -68,7 +65,6 @@ def main(argv=None):
         sys.exit(f"--tflite: no such file: {args.tflite}")
 
     from gnmt_tf.data import corpus
-    from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.translator import SearchOptions
 
     with tempfile.TemporaryDirectory() as work:
@@ -86,18 +82,13 @@ def main(argv=None):
                  else time.perf_counter)
         result = {}
         for batch_size in batch_sizes:
-            subset = sources if batch_size > 1 else sources[:max(
-                1, len(sources) // 8)]
+            subset = sentences_for(sources, batch_size)
             runs = measure(translators, subset, options, batch_size,
                            args.repeats, clock)
-            median = {name: statistics.median(times)
-                      for name, (_, times) in runs.items()}
+            median, timing = timings(runs)
             plain = runs["plain"][0]
             result[f"batch{batch_size}"] = {
-                "sentences": len(subset),
-                "seconds_median": {n: round(t, 2) for n, t in median.items()},
-                "seconds_all": {n: [round(t, 2) for t in times]
-                                for n, (_, times) in runs.items()},
+                "sentences": len(subset), **timing,
                 "speedup_over_plain": {
                     n: round(median["plain"] / t, 3)
                     for n, t in median.items() if n != "plain"},
@@ -107,17 +98,10 @@ def main(argv=None):
             }
             print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
                   flush=True)
-    result.update(
-        cpu_count=os.cpu_count(), simd_flags=simd_flags(),
-        load_average_at_end=os.getloadavg(), model=args.model,
-        tflite=str(args.tflite) if args.tflite else "float32, exported",
-        interpreter_threads="LiteRT's default",
-        split="test_2016_flickr", direction="en-de",
-        beam_size=args.beam_size, length_penalty=0.6, clock=args.clock,
-        command="python benchmarks/tflite_step_inputs.py " + " ".join(
-            argv if argv is not None else sys.argv[1:]))
-    write_text_atomic(pathlib.Path(args.output),
-                      json.dumps(result, indent=2) + "\n")
+    write_result(result, args, "tflite_step_inputs.py", argv,
+                 tflite=str(args.tflite) if args.tflite
+                 else "float32, exported",
+                 interpreter_threads="LiteRT's default")
     return 0
 
 
