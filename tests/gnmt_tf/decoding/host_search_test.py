@@ -78,7 +78,9 @@ def test_top_k_mixes_rows_with_and_without_ties_at_the_cut(seed):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_top_k_of_vocabulary_rows_through_group_maxima(seed):
     """Rows as long as a vocabulary (with a short last part) take the
-    group-maxima path; rows whose groups tie at the cut, the fallback."""
+    group-maxima path: ties within and across the groups that reach the
+    cut, the k best in the last part; rows where many groups reach the cut
+    (mostly -inf, or tied) take the fallbacks."""
     rng = np.random.default_rng(seed)
     scores = rng.normal(size=[10, 8003]).astype(np.float32)
     scores[1] = np.round(scores[1])  # ties within and across groups
@@ -92,6 +94,10 @@ def test_top_k_of_vocabulary_rows_through_group_maxima(seed):
     groups = 8003 // host_search.GROUP_SIZE
     scores[6] = -5.0
     scores[6, [groups + 50, 100, 7, 9]] = [9.0, 9.0, 3.0, 2.0]
+    scores[7, rng.random(8003) < 0.995] = -np.inf  # pruned: ~40 finite
+    scores[8] = -np.inf  # fewer finite entries than k
+    scores[8, [4000, 8002]] = [1.0, 2.0]
+    scores[9] = np.round(scores[9] * 4) / 4  # an int8 model's few levels
     for k in (2, 4, 10):
         assert scores.shape[1] >= 8 * k * host_search.GROUP_SIZE
         expected = np.argsort(-scores, axis=1, kind="stable")[:, :k]
