@@ -1,0 +1,186 @@
+"""Benchmark: where a TFLite translation spends its time, part by part.
+
+Translates test sentences with each `--tflite` file (a TFLite export's
+`HostTranslator`: the NumPy search over LiteRT), the files taking turns in
+each repeat, and times every part through wrappers around the runtime
+(the median of the repeats, in microseconds per `decode_step` call):
+
+- ``invoke``: the interpreter's `Invoke` of `decode_step`;
+- ``allocate``: resizing its inputs and reallocating its tensors (every
+  step while the KV cache grows; XNNPACK re-plans then);
+- ``outputs``: copying the outputs out (`GetTensor`);
+- ``inputs``: the rest of a step, mostly copying (gathering) the state into
+  the interpreter's inputs;
+- ``search``: the NumPy beam search between steps, and stacking the
+  encoded sentences;
+- ``encode``: the `encode` calls;
+- ``text``: tokenising, checking and detokenising.
+
+The host's share is everything but ``invoke`` and ``encode``: what a search
+inside the interpreter would save.
+
+    python benchmarks/tflite_search_parts.py \\
+        --tflite EXPORT/model_float32.tflite,EXPORT/model_int8.tflite \\
+        [--sentences 1000] [--batch-sizes 32,1] [--repeats 3]
+
+Without `--tflite` the `--model`'s float32 TFLite export is written to a
+temporary folder first. Writes `benchmarks/results/tflite_search_parts.json`.
+"""
+
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from growing_cache import (TASK, parse_args, sentences_for,  # noqa: E402
+                           write_result)
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_search_parts.json"
+PARTS = ("invoke", "allocate", "outputs", "inputs", "search", "encode",
+         "text")
+HOST_PARTS = ("allocate", "outputs", "inputs", "search", "text")
+
+
+class _TimedWrapper:
+    """The interpreter wrapper a `_StepInputs` calls, timing its calls."""
+
+    TIMED = {"Invoke": "invoke", "AllocateTensors": "allocate",
+             "ResizeInputTensor": "allocate", "GetTensor": "outputs"}
+
+    def __init__(self, wrapper, seconds):
+        self._wrapper = wrapper
+        self._seconds = seconds
+        self.tensor = wrapper.tensor  # a view: not timed
+
+    def __getattr__(self, name):
+        method = getattr(self._wrapper, name)
+        part = self.TIMED.get(name)
+        if part is None:
+            return method
+
+        def timed(*args):
+            start = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                self._seconds[part] += time.perf_counter() - start
+        return timed
+
+
+class PartTimer:
+    """A `TFLiteTranslator` whose parts are timed (see the module
+    docstring); `run(sentences, batch_size)` returns the outputs and
+    `{part: seconds}` with ``steps``."""
+
+    def __init__(self, path):
+        from gnmt_tf.tflite_translator import TFLiteTranslator
+
+        self.translator = TFLiteTranslator(path)
+        runtime = self.translator.runtime
+        self.seconds = dict.fromkeys(PARTS + ("step", "search_batch",
+                                              "steps"), 0)
+        inputs = runtime._step_inputs
+        if inputs._wrapper is None:
+            raise SystemExit(f"{path}: this LiteRT version has no "
+                             "interpreter wrapper to time")
+        inputs._wrapper = _TimedWrapper(inputs._wrapper, self.seconds)
+        runtime.encode = self._timed(runtime.encode, "encode")
+        runtime.step = self._timed(runtime.step, "step", count=True)
+        self.translator.search_batch = self._timed(
+            self.translator.search_batch, "search_batch")
+
+    def _timed(self, function, part, count=False):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[part] += time.perf_counter() - start
+                self.seconds["steps"] += count
+        return timed
+
+    def run(self, sentences, beam_size, batch_size):
+        for key in self.seconds:
+            self.seconds[key] = 0
+        start = time.perf_counter()
+        outputs = self.translator.translate(
+            sentences, beam_size=beam_size, length_penalty=0.6,
+            batch_size=batch_size, **TASK)
+        wall = time.perf_counter() - start
+        s = self.seconds
+        parts = {
+            "invoke": s["invoke"], "allocate": s["allocate"],
+            "outputs": s["outputs"],
+            "inputs": s["step"] - s["invoke"] - s["allocate"] - s["outputs"],
+            "search": s["search_batch"] - s["step"] - s["encode"],
+            "encode": s["encode"], "text": wall - s["search_batch"],
+            "wall": wall, "steps": s["steps"]}
+        return outputs, parts
+
+
+def summary(runs):
+    """The JSON entry of one file's repeats: microseconds per step (median
+    of the repeats) per part, the host's share, and the wall time."""
+    steps = runs[0]["steps"]
+    per_step = {part: round(statistics.median(
+        run[part] for run in runs) / steps * 1e6) for part in PARTS}
+    wall = statistics.median(run["wall"] for run in runs)
+    host = sum(per_step[part] for part in HOST_PARTS)
+    return {"steps": steps, "seconds_median": round(wall, 3),
+            "seconds_all": [round(run["wall"], 3) for run in runs],
+            "us_per_step": per_step, "host_us_per_step": host,
+            "host_share": round(host / (wall / steps * 1e6), 3)}
+
+
+def main(argv=None):
+    args, batch_sizes = parse_args(
+        __doc__.split("\n")[0], argv, RESULT, repeats=3,
+        extra=[("--tflite", dict(help="comma-separated .tflite exports "
+                                      "(default: --model's float32, "
+                                      "exported here)"))])
+    if args.clock != "wall":
+        sys.exit("--clock: this benchmark times the wall clock only")
+    paths = args.tflite.split(",") if args.tflite else []
+    for path in paths:
+        if not pathlib.Path(path).is_file():
+            sys.exit(f"--tflite: no such file: {path}")
+
+    from gnmt_tf.data import corpus
+
+    with tempfile.TemporaryDirectory() as work:
+        if not paths:
+            from export.tflite import export_tflite
+
+            paths = [str(export_tflite(args.model, work, "float32")["model"])]
+        timers = {path: PartTimer(path) for path in paths}
+        sources = corpus.read_lines(corpus.split_path(
+            args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
+        result = {}
+        for batch_size in batch_sizes:
+            subset = sentences_for(sources, batch_size)
+            runs = {path: [] for path in paths}
+            for timer in timers.values():  # warm-up
+                timer.run(subset[:batch_size], args.beam_size, batch_size)
+            for repeat in range(args.repeats):
+                order = list(timers.items())
+                for path, timer in order[::-1] if repeat % 2 else order:
+                    _, parts = timer.run(subset, args.beam_size, batch_size)
+                    runs[path].append(parts)
+            entry = {"sentences": len(subset)}
+            for path in paths:
+                entry[pathlib.Path(path).name] = summary(runs[path])
+                print(f"batch {batch_size} {pathlib.Path(path).name}: "
+                      f"{entry[pathlib.Path(path).name]}", flush=True)
+            result[f"batch{batch_size}"] = entry
+    write_result(result, args, "tflite_search_parts.py", argv,
+                 tflite=paths, interpreter_threads="LiteRT's default")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
