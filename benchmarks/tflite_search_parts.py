@@ -19,9 +19,15 @@ each repeat, and times every part through wrappers around the runtime
 The host's share is everything but ``invoke`` and ``encode``: what a search
 inside the interpreter would save.
 
+`--baseline-search REV` also runs every file with `gnmt_tf/host_search.py` as
+it is at git revision `REV` (the two searches taking turns with the same
+interpreters' files), to measure a change to the search side by side; the
+outputs of the two are compared.
+
     python benchmarks/tflite_search_parts.py \\
         --tflite EXPORT/model_float32.tflite,EXPORT/model_int8.tflite \\
-        [--sentences 1000] [--batch-sizes 32,1] [--repeats 3]
+        [--sentences 1000] [--batch-sizes 32,1] [--repeats 3] \\
+        [--baseline-search REV]
 
 Without `--tflite` the `--model`'s float32 TFLite export is written to a
 temporary folder first. Writes `benchmarks/results/tflite_search_parts.json`.
@@ -29,9 +35,11 @@ temporary folder first. Writes `benchmarks/results/tflite_search_parts.json`.
 
 import pathlib
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import types
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
@@ -72,14 +80,34 @@ class _TimedWrapper:
         return timed
 
 
+def search_at(revision):
+    """`gnmt_tf/host_search.py` as it is at git `revision`, as a module."""
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:gnmt_tf/host_search.py"],
+            cwd=REPO_ROOT, capture_output=True, text=True,
+            check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"--baseline-search: no gnmt_tf/host_search.py at "
+                 f"{revision!r} ({getattr(e, 'stderr', '') or e})".strip())
+    module = types.ModuleType(f"host_search_{revision}")
+    exec(compile(source, f"{revision}:gnmt_tf/host_search.py", "exec"),
+         module.__dict__)
+    return module
+
+
 class PartTimer:
     """A `TFLiteTranslator` whose parts are timed (see the module
     docstring); `run(sentences, batch_size)` returns the outputs and
-    `{part: seconds}` with ``steps``."""
+    `{part: seconds}` with ``steps``. `search`: a module with the
+    `beam_search_batch` to use (default: this checkout's)."""
 
-    def __init__(self, path):
+    def __init__(self, path, search=None):
+        from gnmt_tf import host_translator
         from gnmt_tf.tflite_translator import TFLiteTranslator
 
+        self._module = host_translator
+        self._search = (search or host_translator).beam_search_batch
         self.translator = TFLiteTranslator(path)
         runtime = self.translator.runtime
         self.seconds = dict.fromkeys(PARTS + ("step", "search_batch",
@@ -107,11 +135,16 @@ class PartTimer:
     def run(self, sentences, beam_size, batch_size):
         for key in self.seconds:
             self.seconds[key] = 0
-        start = time.perf_counter()
-        outputs = self.translator.translate(
-            sentences, beam_size=beam_size, length_penalty=0.6,
-            batch_size=batch_size, **TASK)
-        wall = time.perf_counter() - start
+        current = self._module.beam_search_batch
+        self._module.beam_search_batch = self._search
+        try:
+            start = time.perf_counter()
+            outputs = self.translator.translate(
+                sentences, beam_size=beam_size, length_penalty=0.6,
+                batch_size=batch_size, **TASK)
+            wall = time.perf_counter() - start
+        finally:
+            self._module.beam_search_batch = current
         s = self.seconds
         parts = {
             "invoke": s["invoke"], "allocate": s["allocate"],
@@ -142,7 +175,10 @@ def main(argv=None):
         __doc__.split("\n")[0], argv, RESULT, repeats=3,
         extra=[("--tflite", dict(help="comma-separated .tflite exports "
                                       "(default: --model's float32, "
-                                      "exported here)"))])
+                                      "exported here)")),
+               ("--baseline-search", dict(
+                   metavar="REV", help="also run the host search of this "
+                                       "git revision, side by side"))])
     if args.clock != "wall":
         sys.exit("--clock: this benchmark times the wall clock only")
     paths = args.tflite.split(",") if args.tflite else []
@@ -157,28 +193,51 @@ def main(argv=None):
             from export.tflite import export_tflite
 
             paths = [str(export_tflite(args.model, work, "float32")["model"])]
-        timers = {path: PartTimer(path) for path in paths}
+        timers = {pathlib.Path(path).name: PartTimer(path)
+                  for path in paths}
+        if args.baseline_search:
+            baseline = search_at(args.baseline_search)
+            timers.update({
+                f"{pathlib.Path(path).name} @ {args.baseline_search}":
+                    PartTimer(path, baseline) for path in paths})
         sources = corpus.read_lines(corpus.split_path(
             args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
         result = {}
         for batch_size in batch_sizes:
             subset = sentences_for(sources, batch_size)
-            runs = {path: [] for path in paths}
+            runs = {name: [] for name in timers}
+            outputs = {}
             for timer in timers.values():  # warm-up
                 timer.run(subset[:batch_size], args.beam_size, batch_size)
             for repeat in range(args.repeats):
                 order = list(timers.items())
-                for path, timer in order[::-1] if repeat % 2 else order:
-                    _, parts = timer.run(subset, args.beam_size, batch_size)
-                    runs[path].append(parts)
+                for name, timer in order[::-1] if repeat % 2 else order:
+                    outputs[name], parts = timer.run(
+                        subset, args.beam_size, batch_size)
+                    runs[name].append(parts)
             entry = {"sentences": len(subset)}
-            for path in paths:
-                entry[pathlib.Path(path).name] = summary(runs[path])
-                print(f"batch {batch_size} {pathlib.Path(path).name}: "
-                      f"{entry[pathlib.Path(path).name]}", flush=True)
+            for name in timers:
+                entry[name] = summary(runs[name])
+                print(f"batch {batch_size} {name}: {entry[name]}",
+                      flush=True)
+            if args.baseline_search:
+                entry["speedup_over_baseline_search"] = {}
+                entry["identical_to_baseline_search"] = {}
+                for path in paths:
+                    name = pathlib.Path(path).name
+                    old = f"{name} @ {args.baseline_search}"
+                    entry["speedup_over_baseline_search"][name] = round(
+                        entry[old]["seconds_median"]
+                        / entry[name]["seconds_median"], 3)
+                    entry["identical_to_baseline_search"][name] = sum(
+                        a == b for a, b in zip(outputs[name], outputs[old]))
+                print(f"batch {batch_size}: "
+                      f"{entry['speedup_over_baseline_search']}, identical "
+                      f"{entry['identical_to_baseline_search']}", flush=True)
             result[f"batch{batch_size}"] = entry
     write_result(result, args, "tflite_search_parts.py", argv,
-                 tflite=paths, interpreter_threads="LiteRT's default")
+                 tflite=paths, baseline_search=args.baseline_search,
+                 interpreter_threads="LiteRT's default")
     return 0
 
 
