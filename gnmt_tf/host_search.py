@@ -265,11 +265,14 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         live_slots = np.flatnonzero(live)  # [R] of the a * K slots
         log_probs = np.asarray(log_probs, np.float32)  # [R, V]
         length = t + 1
-        cand_log_probs = (alive_log_probs.reshape(-1)[live_slots][:, None]
-                          + log_probs)                             # [R, V]
+        row_log_probs = alive_log_probs.reshape(-1)[live_slots]   # [R]
+        # The candidates' log-probs `row_log_probs[:, None] + log_probs` are
+        # needed only at the chosen tokens: the scores are divided in place.
+        cand_scores = row_log_probs[:, None] + log_probs           # [R, V]
         lp = np.power(np.float32((5.0 + length) / 6.0), alpha,
                       dtype=np.float32)
-        cand_scores = cand_log_probs / lp
+        if lp != 1:
+            cand_scores /= lp
         if attention is not None:
             attention = np.asarray(attention, np.float32)[:, :width]
             coverage = coverage + _to_slots(attention, live_slots,
@@ -305,7 +308,7 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
         row = row_of_slot.reshape(a, k)[sentences, beam]
         row = np.maximum(row, 0)  # a slot without a row scored -inf: unused
         token = row_top[row, rank].astype(np.int32)
-        top_log_probs = cand_log_probs[row, token]
+        top_log_probs = row_log_probs[row] + log_probs[row, token]
         if beam_width is not None:  # rule 2: near the best finished
             sentence = live_slots // k  # [R] each row's place in `active`
             at_end = length >= max_lengths[active]
