@@ -53,14 +53,13 @@ def top_k(scores, k):
     return _top_k_among(scores, keep, k)
 
 
-def _top_k_among(scores, keep, k, flat=None):
-    """`top_k` of each row of `scores` among its `keep` entries (`flat`:
-    `np.flatnonzero(keep)` if known), each row keeping at least `k` (where
-    it has fewer, the rest of its k best are padding indices 0): they move
-    into a compact array, in their order, and the top k are taken there."""
+def _top_k_among(scores, keep, k):
+    """`top_k` of each row of `scores` among its `keep` entries, each row
+    keeping at least `k` (where it has fewer, the rest of its k best are
+    padding indices 0): they move into a compact array, in their order, and
+    the top k are taken there."""
     rows, size = scores.shape
-    if flat is None:
-        flat = np.flatnonzero(keep)  # ascending: row by row, index order
+    flat = np.flatnonzero(keep)  # ascending: row by row, in index order
     row = flat // size
     counts = np.bincount(row, minlength=rows)
     column = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts,
