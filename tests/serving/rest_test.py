@@ -217,7 +217,10 @@ def test_client_gone_drops_its_queued_work(start_server, tmp_path, http):
     blocker = threading.Thread(target=lambda: answers.append(
         http(url, {"instances": ["block"]})))
     blocker.start()
-    _wait_until(lambda: batcher.stats["tasks"] >= 1)  # the batch thread waits
+    # The blocker's batch has left the queue: the only batch thread is busy
+    # with it (until then, the next request could join that batch).
+    _wait_until(lambda: batcher.stats["tasks"] >= 1
+                and not batcher.queue_state()["batches"])
     body = json.dumps({"instances": ["gone"]}).encode()
     with socket.create_connection(("127.0.0.1", server.rest_port)) as s:
         s.sendall(b"POST /v1/models/slow:predict HTTP/1.1\r\n"
