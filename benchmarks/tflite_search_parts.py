@@ -45,8 +45,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from growing_cache import (TASK, parse_args, sentences_for,  # noqa: E402
-                           write_result)
+from growing_cache import (measure, parse_args,  # noqa: E402
+                           sentences_for, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_search_parts.json"
 PARTS = ("invoke", "allocate", "outputs", "inputs", "search", "encode",
@@ -98,9 +98,11 @@ def search_at(revision):
 
 class PartTimer:
     """A `TFLiteTranslator` whose parts are timed (see the module
-    docstring); `run(sentences, batch_size)` returns the outputs and
-    `{part: seconds}` with ``steps``. `search`: a module with the
-    `beam_search_batch` to use (default: this checkout's)."""
+    docstring), called as `growing_cache.measure` calls a `Translator`:
+    `translate(sentences, options, batch_size, **task)`; each call appends
+    its `{part: seconds}` (with ``wall`` and ``steps``) to `runs`. `search`:
+    a module with the `beam_search_batch` to use (default: this
+    checkout's)."""
 
     def __init__(self, path, search=None):
         from gnmt_tf import host_translator
@@ -109,6 +111,7 @@ class PartTimer:
         self._module = host_translator
         self._search = (search or host_translator).beam_search_batch
         self.translator = TFLiteTranslator(path)
+        self.runs = []
         runtime = self.translator.runtime
         self.seconds = dict.fromkeys(PARTS + ("step", "search_batch",
                                               "steps"), 0)
@@ -132,7 +135,7 @@ class PartTimer:
                 self.seconds["steps"] += count
         return timed
 
-    def run(self, sentences, beam_size, batch_size):
+    def translate(self, sentences, options, batch_size, **task):
         for key in self.seconds:
             self.seconds[key] = 0
         current = self._module.beam_search_batch
@@ -140,8 +143,9 @@ class PartTimer:
         try:
             start = time.perf_counter()
             outputs = self.translator.translate(
-                sentences, beam_size=beam_size, length_penalty=0.6,
-                batch_size=batch_size, **TASK)
+                sentences, beam_size=options.beam_size,
+                length_penalty=options.length_penalty,
+                batch_size=batch_size, **task)
             wall = time.perf_counter() - start
         finally:
             self._module.beam_search_batch = current
@@ -153,7 +157,8 @@ class PartTimer:
             "search": s["search_batch"] - s["step"] - s["encode"],
             "encode": s["encode"], "text": wall - s["search_batch"],
             "wall": wall, "steps": s["steps"]}
-        return outputs, parts
+        self.runs.append(parts)
+        return outputs
 
 
 def summary(runs):
@@ -187,6 +192,7 @@ def main(argv=None):
             sys.exit(f"--tflite: no such file: {path}")
 
     from gnmt_tf.data import corpus
+    from gnmt_tf.translator import SearchOptions
 
     with tempfile.TemporaryDirectory() as work:
         if not paths:
@@ -202,22 +208,18 @@ def main(argv=None):
                     PartTimer(path, baseline) for path in paths})
         sources = corpus.read_lines(corpus.split_path(
             args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
+        options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
         result = {}
         for batch_size in batch_sizes:
             subset = sentences_for(sources, batch_size)
-            runs = {name: [] for name in timers}
-            outputs = {}
-            for timer in timers.values():  # warm-up
-                timer.run(subset[:batch_size], args.beam_size, batch_size)
-            for repeat in range(args.repeats):
-                order = list(timers.items())
-                for name, timer in order[::-1] if repeat % 2 else order:
-                    outputs[name], parts = timer.run(
-                        subset, args.beam_size, batch_size)
-                    runs[name].append(parts)
+            for timer in timers.values():
+                timer.runs = []
+            runs = measure(timers, subset, options, batch_size,
+                           args.repeats, time.perf_counter)
+            outputs = {name: out for name, (out, _) in runs.items()}
             entry = {"sentences": len(subset)}
             for name in timers:
-                entry[name] = summary(runs[name])
+                entry[name] = summary(timers[name].runs[1:])  # 0: warm-up
                 print(f"batch {batch_size} {name}: {entry[name]}",
                       flush=True)
             if args.baseline_search:
