@@ -33,6 +33,7 @@ Without `--tflite` the `--model`'s float32 TFLite export is written to a
 temporary folder first. Writes `benchmarks/results/tflite_search_parts.json`.
 """
 
+import argparse
 import pathlib
 import statistics
 import subprocess
@@ -46,7 +47,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from growing_cache import (measure, parse_args,  # noqa: E402
-                           sentences_for, write_result)
+                           positive_int, sentences_for, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_search_parts.json"
 PARTS = ("invoke", "allocate", "outputs", "inputs", "search", "encode",
@@ -102,15 +103,16 @@ class PartTimer:
     `translate(sentences, options, batch_size, **task)`; each call appends
     its `{part: seconds}` (with ``wall`` and ``steps``) to `runs`. `search`:
     a module with the `beam_search_batch` to use (default: this
-    checkout's)."""
+    checkout's); `num_threads`: the interpreter's (None: LiteRT's
+    default)."""
 
-    def __init__(self, path, search=None):
+    def __init__(self, path, search=None, num_threads=None):
         from gnmt_tf import host_translator
         from gnmt_tf.tflite_translator import TFLiteTranslator
 
         self._module = host_translator
         self._search = (search or host_translator).beam_search_batch
-        self.translator = TFLiteTranslator(path)
+        self.translator = TFLiteTranslator(path, num_threads=num_threads)
         self.runs = []
         runtime = self.translator.runtime
         self.seconds = dict.fromkeys(PARTS + ("step", "search_batch",
@@ -161,6 +163,13 @@ class PartTimer:
         return outputs
 
 
+def label(path, count, counts):
+    """A file's name in the results, with its thread count when several
+    are compared."""
+    name = pathlib.Path(path).name
+    return name if len(counts) == 1 else f"{name} ({count} threads)"
+
+
 def summary(runs):
     """The JSON entry of one file's repeats: microseconds per step (median
     of the repeats) per part, the host's share, and the wall time."""
@@ -183,10 +192,19 @@ def main(argv=None):
                                       "exported here)")),
                ("--baseline-search", dict(
                    metavar="REV", help="also run the host search of this "
-                                       "git revision, side by side"))])
+                                       "git revision, side by side")),
+               ("--threads", dict(
+                   help="comma-separated interpreter thread counts, each "
+                        "file run with each (default: LiteRT's own "
+                        "choice)"))])
     if args.clock != "wall":
         sys.exit("--clock: this benchmark times the wall clock only")
     paths = args.tflite.split(",") if args.tflite else []
+    try:
+        threads = ([positive_int(t) for t in args.threads.split(",")]
+                   if args.threads else [None])
+    except argparse.ArgumentTypeError as e:
+        sys.exit(f"--threads: {e}")
     for path in paths:
         if not pathlib.Path(path).is_file():
             sys.exit(f"--tflite: no such file: {path}")
@@ -199,13 +217,14 @@ def main(argv=None):
             from export.tflite import export_tflite
 
             paths = [str(export_tflite(args.model, work, "float32")["model"])]
-        timers = {pathlib.Path(path).name: PartTimer(path)
-                  for path in paths}
+        timers = {label(path, count, threads): PartTimer(path, None, count)
+                  for path in paths for count in threads}
         if args.baseline_search:
             baseline = search_at(args.baseline_search)
             timers.update({
-                f"{pathlib.Path(path).name} @ {args.baseline_search}":
-                    PartTimer(path, baseline) for path in paths})
+                f"{label(path, count, threads)} @ {args.baseline_search}":
+                    PartTimer(path, baseline, count)
+                for path in paths for count in threads})
         sources = corpus.read_lines(corpus.split_path(
             args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
         options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
@@ -225,8 +244,8 @@ def main(argv=None):
             if args.baseline_search:
                 entry["speedup_over_baseline_search"] = {}
                 entry["identical_to_baseline_search"] = {}
-                for path in paths:
-                    name = pathlib.Path(path).name
+                for name in [label(p, c, threads) for p in paths
+                             for c in threads]:
                     old = f"{name} @ {args.baseline_search}"
                     entry["speedup_over_baseline_search"][name] = round(
                         entry[old]["seconds_median"]
@@ -239,7 +258,8 @@ def main(argv=None):
             result[f"batch{batch_size}"] = entry
     write_result(result, args, "tflite_search_parts.py", argv,
                  tflite=paths, baseline_search=args.baseline_search,
-                 interpreter_threads="LiteRT's default")
+                 interpreter_threads=(
+                     threads if args.threads else "LiteRT's default"))
     return 0
 
 

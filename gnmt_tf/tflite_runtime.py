@@ -22,6 +22,8 @@ import pathlib
 
 import numpy as np
 
+from gnmt_tf import cpu_settings
+
 SIGNATURES = ("encode", "decode_step")
 
 
@@ -42,11 +44,13 @@ class TFLiteRuntime:
 
     Args:
       model_path: str or Path. A `.tflite` file from `export_tflite`.
-      num_threads: int or None. Interpreter threads.
+      num_threads: int or None. Interpreter threads (None:
+        `gnmt_tf.cpu_settings.tflite_threads()`, every core up to 4).
 
     Attributes:
       path: Path. The model file.
       interpreter: the LiteRT `Interpreter`.
+      num_threads: int. Its threads.
       encode_runner, step_runner: its two signature runners.
       encode_inputs: tuple of str. `encode`'s input names, sorted.
       max_source_length: int or None. `decode_step`'s fixed memory length:
@@ -58,8 +62,9 @@ class TFLiteRuntime:
 
     def __init__(self, model_path, num_threads=None):
         self.path = pathlib.Path(model_path)
+        self.num_threads = cpu_settings.tflite_threads(num_threads)
         self.interpreter = interpreter_class()(
-            model_path=str(self.path), num_threads=num_threads)
+            model_path=str(self.path), num_threads=self.num_threads)
         signatures = self.interpreter.get_signature_list()
         if not set(SIGNATURES) <= set(signatures):
             raise ValueError(f"{self.path} has signatures "

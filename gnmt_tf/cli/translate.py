@@ -185,8 +185,8 @@ def register(subparsers):
         "--threads", type=positive_int, default=None, metavar="N",
         help="CPU threads per op (default with --model: 1 at --batch-size "
              "1, where it measured 1.26x faster, else TensorFlow's choice, "
-             "see gnmt_tf.cpu_settings; with --tflite/--onnx: the "
-             "runtime's choice)")
+             "see gnmt_tf.cpu_settings; with --tflite: every core, up "
+             "to 4; with --onnx: the runtime's choice)")
     parser.add_argument(
         "--precision", choices=PRECISIONS,
         default="float32",

@@ -44,3 +44,11 @@ def test_apply_sets_the_pool_before_tensorflow_starts_only():
     # A user's choice wins, for threads and for oneDNN.
     assert _probe(32, 2, {"TF_ENABLE_ONEDNN_OPTS": "0"}) == [
         "2", "2", "None", "0"]
+
+
+def test_tflite_threads_are_the_process_cores_up_to_the_cap(monkeypatch):
+    assert cpu_settings.tflite_threads(3) == 3  # given: kept
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert cpu_settings.tflite_threads() == 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert cpu_settings.tflite_threads() == cpu_settings.MAX_TFLITE_THREADS

@@ -1,0 +1,138 @@
+"""Benchmark: a decoding step's attention as products and sums, against the
+einsums, on a trained model, in TensorFlow and in TFLite.
+
+`CachedMultiHeadAttention` attends for one query position (every step of
+the task-space Transformer's search) with broadcast products and sums
+(`one_query_products`, the default) instead of the two einsums of the full
+pass. This translates the same test_2016_flickr sentences both ways, the
+two settings alternating, with the in-graph search (`Translator`) and with
+float32 TFLite exports of each (`TFLiteTranslator`, the host search), and
+reports the speed-up, sacreBLEU and how many outputs are the same:
+
+    python benchmarks/one_query_attention.py --model multi30k-transformer \\
+        --data-dir ../shared/data/multi30k [--sentences 1000] \\
+        [--batch-sizes 32,1] [--repeats 3] [--engines translator,tflite]
+
+Batch size 1 takes the first N // 8 sentences; BLEU is reported where all N
+are translated. Writes `benchmarks/results/one_query_attention.json`.
+"""
+
+import contextlib
+import pathlib
+import sys
+import tempfile
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+
+import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from growing_cache import (TASK, measure, parse_args,  # noqa: E402
+                           sentences_for, timings, write_result)
+
+RESULT = REPO_ROOT / "benchmarks" / "results" / "one_query_attention.json"
+ENGINES = ("translator", "tflite")
+SETTINGS = {"einsum": False, "products": True}
+
+
+@contextlib.contextmanager
+def one_query_products(on):
+    """`CachedMultiHeadAttention.one_query_products` set to `on` inside."""
+    from task_space.cached_multi_head_attention import \
+        CachedMultiHeadAttention as attention
+
+    before = attention.one_query_products
+    attention.one_query_products = on
+    try:
+        yield
+    finally:
+        attention.one_query_products = before
+
+
+class WithSetting:
+    """A translator whose calls (and so its traces) run with one setting
+    of `one_query_products`, as `growing_cache.measure` calls it."""
+
+    def __init__(self, translator, on):
+        self.translator, self.on = translator, on
+
+    def translate(self, sentences, options, batch_size, **task):
+        with one_query_products(self.on):
+            if hasattr(self.translator, "runtime"):  # a TFLiteTranslator
+                return self.translator.translate(
+                    sentences, beam_size=options.beam_size,
+                    length_penalty=options.length_penalty,
+                    batch_size=batch_size, **task)
+            return self.translator.translate(sentences, options, batch_size,
+                                             **task)
+
+
+def tflite_translators(model, work):
+    """`{setting: WithSetting(TFLiteTranslator)}`: a float32 export of
+    `model` per setting, written under `work`."""
+    from export.tflite import export_tflite
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    translators = {}
+    for name, on in SETTINGS.items():
+        with one_query_products(on):
+            paths = export_tflite(model, pathlib.Path(work) / name,
+                                  "float32")
+        translators[name] = WithSetting(TFLiteTranslator(paths["model"]), on)
+    return translators
+
+
+def main(argv=None):
+    args, batch_sizes = parse_args(
+        __doc__.split("\n")[0], argv, RESULT, repeats=3,
+        extra=[("--engines", dict(default=",".join(ENGINES),
+                                  help="comma-separated: translator "
+                                       "(in-graph search), tflite"))])
+    engines = args.engines.split(",")
+    if not engines or not set(engines) <= set(ENGINES):
+        sys.exit(f"--engines: choose from {', '.join(ENGINES)}")
+
+    from gnmt_tf.data import corpus
+    from gnmt_tf.evaluation import score_corpus
+    from gnmt_tf.translator import SearchOptions, Translator
+
+    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
+        args.data_dir, "test_2016_flickr", lang))[:args.sentences]
+    sources, references = read(TASK["src_lang"]), read(TASK["tgt_lang"])
+    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    result = {}
+    with tempfile.TemporaryDirectory() as work:
+        for engine in engines:
+            if engine == "translator":
+                translator = Translator.from_model_dir(args.model)
+                translators = {name: WithSetting(translator, on)
+                               for name, on in SETTINGS.items()}
+            else:
+                translators = tflite_translators(args.model, work)
+            for batch_size in batch_sizes:
+                count = len(sentences_for(sources, batch_size))
+                runs = measure(translators, sources[:count], options,
+                               batch_size, args.repeats, clock)
+                median, timing = timings(runs)
+                outputs = {name: out for name, (out, _) in runs.items()}
+                entry = {
+                    "sentences": count, **timing,
+                    "products_speedup": round(
+                        median["einsum"] / median["products"], 3),
+                    "identical_outputs": sum(a == b for a, b in zip(
+                        outputs["einsum"], outputs["products"])),
+                }
+                if count == len(sources):
+                    entry["bleu"] = {name: round(score_corpus(
+                        out, references).bleu, 2)
+                        for name, out in outputs.items()}
+                result.setdefault(engine, {})[f"batch{batch_size}"] = entry
+                print(f"{engine} batch {batch_size}: {entry}", flush=True)
+    write_result(result, args, "one_query_attention.py", argv,
+                 engines=engines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
