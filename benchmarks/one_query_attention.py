@@ -1,10 +1,10 @@
 """Benchmark: a decoding step's attention as products and sums, against the
 einsums, on a trained model, in TensorFlow and in TFLite.
 
-`CachedMultiHeadAttention` attends for one query position (every step of
-the task-space Transformer's search) with broadcast products and sums
-(`one_query_products`, the default) instead of the two einsums of the full
-pass. This translates the same test_2016_flickr sentences both ways, the
+`CachedMultiHeadAttention` can attend for one query position (every step
+of the task-space Transformer's search) with broadcast products and sums
+(`one_query_products`; TFLite exports do, TensorFlow keeps the einsums)
+instead of the two einsums of the full pass. This translates the same test_2016_flickr sentences both ways, the
 two settings alternating, with the in-graph search (`Translator`) and with
 float32 TFLite exports of each (`TFLiteTranslator`, the host search), and
 reports the speed-up, sacreBLEU and how many outputs are the same:
@@ -17,7 +17,6 @@ Batch size 1 takes the first N // 8 sentences; BLEU is reported where all N
 are translated. Writes `benchmarks/results/one_query_attention.json`.
 """
 
-import contextlib
 import pathlib
 import sys
 import tempfile
@@ -35,20 +34,6 @@ ENGINES = ("translator", "tflite")
 SETTINGS = {"einsum": False, "products": True}
 
 
-@contextlib.contextmanager
-def one_query_products(on):
-    """`CachedMultiHeadAttention.one_query_products` set to `on` inside."""
-    from task_space.cached_multi_head_attention import \
-        CachedMultiHeadAttention as attention
-
-    before = attention.one_query_products
-    attention.one_query_products = on
-    try:
-        yield
-    finally:
-        attention.one_query_products = before
-
-
 class WithSetting:
     """A translator whose calls (and so its traces) run with one setting
     of `one_query_products`, as `growing_cache.measure` calls it."""
@@ -57,6 +42,9 @@ class WithSetting:
         self.translator, self.on = translator, on
 
     def translate(self, sentences, options, batch_size, **task):
+        from task_space.cached_multi_head_attention import \
+            one_query_products
+
         with one_query_products(self.on):
             if hasattr(self.translator, "runtime"):  # a TFLiteTranslator
                 return self.translator.translate(
@@ -75,9 +63,8 @@ def tflite_translators(model, work):
 
     translators = {}
     for name, on in SETTINGS.items():
-        with one_query_products(on):
-            paths = export_tflite(model, pathlib.Path(work) / name,
-                                  "float32")
+        paths = export_tflite(model, pathlib.Path(work) / name, "float32",
+                              attention_products=on)
         translators[name] = WithSetting(TFLiteTranslator(paths["model"]), on)
     return translators
 

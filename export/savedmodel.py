@@ -102,7 +102,7 @@ STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
 
 def make_step_functions(model, encode_batch_size=None, step_source_length=None,
                         encode_fn=None, encode_specs=None, cache_length=None,
-                        growing_cache=False):
+                        growing_cache=False, log_softmax=None):
     """The `encode` and `decode_step` functions of a step-function model.
 
     Both are concrete functions with flat keyword inputs and dict outputs, as
@@ -136,6 +136,11 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         leaves the empty cache out (TFLite cannot return an empty tensor):
         callers start each `decode_step` input that `encode` does not
         return as zeros of batch 1 and length 0 along its unknown axes.
+      log_softmax: callable or None. `decode_step`'s log-probs are
+        `log_softmax(model.output_logits(hidden))` of `model.step_hidden`
+        (the same model arithmetic as `model.step` but this last op), for
+        models that split their `step` so (`Seq2SeqModel`). None, or a
+        model without the split: `model.step`'s own.
 
     Returns:
       `(encode, decode_step)`.
@@ -191,9 +196,16 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         raise ValueError(f"decoding state names {sorted(clash)} clash with "
                          "decode_step's own inputs/outputs")
 
+    split_step = all(hasattr(model, name)
+                     for name in ("step_hidden", "output_logits"))
+
     def decode_step(ids, **flat_state):
         state = unflatten_state(flat_state, template)
-        log_probs, attention, new_state = model.step(ids, state)
+        if log_softmax is None or not split_step:
+            log_probs, attention, new_state = model.step(ids, state)
+        else:
+            hidden, attention, new_state = model.step_hidden(ids, state)
+            log_probs = log_softmax(model.output_logits(hidden))
         outputs = {"log_probs": tf.cast(log_probs, tf.float32)}
         if attention is not None:
             outputs["attention"] = tf.cast(attention, tf.float32)

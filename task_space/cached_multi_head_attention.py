@@ -2,6 +2,8 @@
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
+import contextlib
+
 import tensorflow as tf
 import tf_keras as keras
 
@@ -49,9 +51,11 @@ class CachedMultiHeadAttention(QuantizationPoints, keras.layers.Layer):
     # The projection layer class (a QAT variant swaps in its own).
     einsum_dense_class = keras.layers.EinsumDense
     # One query position in float32 (a decoding step): products and sums,
-    # not einsums (`_attend_one_query`). Read when a step is traced;
-    # `benchmarks/one_query_attention.py` turns it off to compare.
-    one_query_products = True
+    # not einsums (`_attend_one_query`). Read when a step is traced: set
+    # by `one_query_products(True)` around a TFLite export; off in
+    # TensorFlow, where it measured 1.12x faster at batch 32 but 0.77x at
+    # batch 1 (`benchmarks/one_query_attention.py`).
+    one_query_products = False
 
     def __init__(self, num_heads, head_dim, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
@@ -122,8 +126,8 @@ class CachedMultiHeadAttention(QuantizationPoints, keras.layers.Layer):
         transposing the keys and values for every call (a profile of the
         shipped Transformer's `decode_step` at 128 rows put a quarter of
         `Invoke` there); products and sums read them once, in place:
-        3-4x faster per attention in TFLite, 1.4-1.8x in TensorFlow.
-        float32 only: in bfloat16 the sums would round at bfloat16.
+        3-4x faster per attention in TFLite. float32 only: in bfloat16
+        the sums would round at bfloat16.
         """
         scores = tf.reduce_sum(query * key, axis=-1)  # [B, S, H]
         scores = self.fake_quant(
@@ -151,3 +155,15 @@ class CachedMultiHeadAttention(QuantizationPoints, keras.layers.Layer):
                        "head_dim": self.head_dim,
                        "dropout": self.dropout})
         return config
+
+
+@contextlib.contextmanager
+def one_query_products(on=True):
+    """Within it, steps traced attend with products and sums (`on`) or
+    with the einsums (`CachedMultiHeadAttention.one_query_products`)."""
+    before = CachedMultiHeadAttention.one_query_products
+    CachedMultiHeadAttention.one_query_products = on
+    try:
+        yield
+    finally:
+        CachedMultiHeadAttention.one_query_products = before

@@ -205,6 +205,25 @@ def test_builtin_ops_only(ts_tflite_dir):
     assert len(model.signatureDefs) == 2
 
 
+def test_decode_step_attends_without_batch_matmul(ts_tflite_dir):
+    # The export's steps attend with products and sums (XNNPACK packs the
+    # operands of every BATCH_MATMUL); `encode`, the full pass, keeps them.
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.read_model(
+        str(ts_tflite_dir / "model_float32.tflite"))
+    codes = [max(code.builtinCode, code.deprecatedBuiltinCode)
+             for code in model.operatorCodes]
+    ops = {}
+    for signature in model.signatureDefs:
+        subgraph = model.subgraphs[signature.subgraphIndex]
+        ops[signature.signatureKey.decode()] = {
+            codes[op.opcodeIndex] for op in subgraph.operators}
+    assert schema.BuiltinOperator.BATCH_MATMUL in ops["encode"]
+    assert schema.BuiltinOperator.BATCH_MATMUL not in ops["decode_step"]
+
+
 def _expected(translator, search):
     """In-process `(texts, scores)` of `DIRECTIONS`, in order."""
     from gnmt_tf.translator import SearchOptions

@@ -80,6 +80,34 @@ def test_bad_input(tflite_translator):
                                           num_hypotheses=3)
 
 
+def test_log_softmax_through_softmax_equals_log_softmax():
+    # The float exports' log-softmax (XNNPACK's SOFTMAX, a max and a log)
+    # against TensorFlow's, to float32 rounding of the row's log-sum-exp;
+    # rows flat (the largest probability ~1/V), peaked (~1) and far from 0.
+    import numpy as np
+    import tensorflow as tf
+
+    from export.tflite import log_softmax_through_softmax
+
+    rng = np.random.default_rng(0)
+    logits = np.stack([np.zeros(8000), rng.normal(0, 1, 8000),
+                       rng.normal(0, 8, 8000), rng.normal(300, 20, 8000)])
+    logits[1, 17] = 40.0  # one token nearly certain
+    logits = logits.astype(np.float32)
+    got = log_softmax_through_softmax(tf.constant(logits)).numpy()
+    want = tf.nn.log_softmax(logits).numpy()
+    eps = np.finfo(np.float32).eps
+    scale = np.abs(logits).max(axis=1, keepdims=True) + np.log(8000)
+    np.testing.assert_array_less(np.abs(got - want),
+                                 np.broadcast_to(8 * eps * scale, got.shape))
+    assert np.all(np.isfinite(got))
+    # The probabilities sum to 1 to the same error: each is off by a
+    # factor exp(error) (the error grows with the logits' magnitude, as
+    # the logits' own rounding does).
+    total = np.exp(got.astype(np.float64)).sum(1)
+    np.testing.assert_array_less(np.abs(total - 1), 8 * eps * scale[:, 0])
+
+
 def test_unknown_quantization():
     from export.tflite import convert
 

@@ -7,6 +7,7 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 
 from task_space.cached_multi_head_attention import CachedMultiHeadAttention
+from task_space.cached_multi_head_attention import one_query_products
 
 
 def test_shapes_and_mask():
@@ -71,7 +72,7 @@ def test_one_query_products_match_the_einsums():
 
 
 def test_one_query_products_only_for_one_float32_query():
-    # Longer queries (the full pass) and bfloat16 keep the einsums: a
+    # Only where turned on (a TFLite export), and there longer queries (the full pass) and bfloat16 keep the einsums: a
     # query the products path cannot take would fail in it.
     calls = []
     layers = {}
@@ -84,10 +85,14 @@ def test_one_query_products_only_for_one_float32_query():
         layers[policy] = layer
     query, key, value, mask = _one_query_inputs(1)
     layers["float32"].attend(query, key, value, mask=mask)
+    assert not calls  # off by default (TensorFlow keeps the einsums)
+    with one_query_products():
+        layers["float32"].attend(query, key, value, mask=mask)
+        assert len(calls) == 1
+        layers["float32"].attend(tf.concat([query, query], 1), key, value,
+                                 mask=mask)
+        layers["mixed_bfloat16"].attend(
+            tf.cast(query, tf.bfloat16), tf.cast(key, tf.bfloat16),
+            tf.cast(value, tf.bfloat16), mask=mask)
     assert len(calls) == 1
-    layers["float32"].attend(tf.concat([query, query], 1), key, value,
-                             mask=mask)
-    layers["mixed_bfloat16"].attend(
-        tf.cast(query, tf.bfloat16), tf.cast(key, tf.bfloat16),
-        tf.cast(value, tf.bfloat16), mask=mask)
-    assert len(calls) == 1
+    assert not CachedMultiHeadAttention.one_query_products  # restored
