@@ -19,10 +19,11 @@ each repeat, and times every part through wrappers around the runtime
 The host's share is everything but ``invoke`` and ``encode``: what a search
 inside the interpreter would save.
 
-`--baseline-search REV` also runs every file with `gnmt_tf/host_search.py` as
-it is at git revision `REV` (the two searches taking turns with the same
-interpreters' files), to measure a change to the search side by side; the
-outputs of the two are compared.
+Each file's outputs are compared with the first file's
+(``identical_to_first``). `--baseline-search REV` also runs every file
+with `gnmt_tf/host_search.py` as it is at git revision `REV` (the two
+searches taking turns with the same interpreters' files), to measure a
+change to the search side by side; the outputs of the two are compared.
 
     python benchmarks/tflite_search_parts.py \\
         --tflite EXPORT/model_float32.tflite,EXPORT/model_int8.tflite \\
@@ -241,6 +242,11 @@ def main(argv=None):
                 entry[name] = summary(timers[name].runs[1:])  # 0: warm-up
                 print(f"batch {batch_size} {name}: {entry[name]}",
                       flush=True)
+            first = next(iter(timers))
+            entry["identical_to_first"] = {
+                name: sum(a == b for a, b in zip(outputs[name],
+                                                 outputs[first]))
+                for name in timers if name != first}
             if args.baseline_search:
                 entry["speedup_over_baseline_search"] = {}
                 entry["identical_to_baseline_search"] = {}

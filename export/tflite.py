@@ -107,7 +107,8 @@ def log_softmax_through_softmax(logits):
     Why: TFLite's LOG_SOFTMAX is not delegated to XNNPACK: its Eigen
     kernel runs on one thread, 9 % of the shipped Transformer's
     `decode_step` at 128 rows, where XNNPACK's SOFTMAX is vectorised and
-    threaded (`Invoke` 1.09x faster with 1 thread, 1.19x with 2). Equal
+    threaded (`Invoke` at 128 rows 1.06x faster with 1 thread, 1.12x
+    with 2: `benchmarks/tflite_step_invoke.py`). Equal
     to `tf.nn.log_softmax` to float rounding. Float exports only: an int8
     SOFTMAX would round the largest entry to a multiple of 1/256.
     """

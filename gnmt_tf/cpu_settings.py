@@ -16,10 +16,12 @@ machine, one fresh process per setting) found:
 
 - **TFLite: every core.** LiteRT's `Interpreter` runs one thread unless it
   is told otherwise (ai-edge-litert 2.3: `num_threads or 1`). With two
-  threads the shipped Transformer's float32 export translated 1.33x faster
-  at batch 32 and 1.05x at batch 1 (`benchmarks/tflite_search_parts.py
-  --threads 1,2`), so `tflite_threads()` gives the cores this process may
-  use, up to `MAX_TFLITE_THREADS` (more were not measured).
+  threads the shipped Transformer's float32 export translated 1.05-1.32x
+  faster at batch 32 in two runs (`benchmarks/tflite_search_parts.py
+  --threads 1,2`, session 21; at batch 1 the runs disagreed: 1.01-1.26x
+  faster in one, 1.23-1.72x slower in the other), so `tflite_threads()`
+  gives the cores this process may use, up to `MAX_TFLITE_THREADS` (more
+  were not measured).
 
 `apply(batch_size)` sets the intra-op pool for a process that translates
 with one batch size (the `gnmt-tf translate` CLI); it must run before
