@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from gnmt_tf.config import PRECISIONS  # noqa: E402
-from growing_cache import (TASK, measure, parse_args,  # noqa: E402
-                           sentences_for, timings, write_result)
+from growing_cache import (TASK, measure, paired_entry,  # noqa: E402
+                           parse_args, sentences_for, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "bfloat16_decoding.json"
 
@@ -37,7 +37,6 @@ def main(argv=None):
                                    repeats=2)
 
     from gnmt_tf.data import corpus
-    from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.translator import SearchOptions, Translator
 
     translators = {p: Translator.from_model_dir(args.model, precision=p)
@@ -52,19 +51,9 @@ def main(argv=None):
         count = len(sentences_for(sources, batch_size))
         runs = measure(translators, sources[:count], options, batch_size,
                        args.repeats, clock)
-        median, timing = timings(runs)
-        outputs = {name: out for name, (out, _) in runs.items()}
-        entry = {
-            "sentences": count, **timing,
-            "bfloat16_speedup": round(
-                median["float32"] / median["mixed_bfloat16"], 3),
-            "identical_outputs": sum(a == b for a, b in zip(
-                outputs["float32"], outputs["mixed_bfloat16"])),
-        }
-        if batch_size > 1:
-            entry["bleu"] = {name: round(score_corpus(
-                out, references[:count]).bleu, 2)
-                for name, out in outputs.items()}
+        entry = paired_entry(
+            runs, count, "float32", "mixed_bfloat16", "bfloat16_speedup",
+            references[:count] if batch_size > 1 else None)
         result[f"batch{batch_size}"] = entry
         print(f"batch {batch_size}: {entry}", flush=True)
     write_result(result, args, "bfloat16_decoding.py", argv)

@@ -73,6 +73,28 @@ def timings(runs):
                         for n, (_, times) in runs.items()}}
 
 
+def paired_entry(runs, sentences, before, after, speedup_key,
+                 references=None):
+    """The JSON entry of `measure`'s `runs` of two settings, `before` and
+    `after`: timings, `speedup_key` (before / after, medians), how many
+    outputs are identical, and each setting's sacreBLEU when `references`
+    (one per output) are given."""
+    median, timing = timings(runs)
+    outputs = {name: out for name, (out, _) in runs.items()}
+    entry = {
+        "sentences": sentences, **timing,
+        speedup_key: round(median[before] / median[after], 3),
+        "identical_outputs": sum(a == b for a, b in zip(outputs[before],
+                                                        outputs[after])),
+    }
+    if references is not None:
+        from gnmt_tf.evaluation import score_corpus
+
+        entry["bleu"] = {name: round(score_corpus(out, references).bleu, 2)
+                         for name, out in outputs.items()}
+    return entry
+
+
 def write_result(result, args, script, argv, **settings):
     """Adds the machine, the shared settings, `settings` and the command
     line to `result`, and writes it to `args.output` (atomically)."""

@@ -26,8 +26,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from growing_cache import (TASK, measure, parse_args,  # noqa: E402
-                           sentences_for, timings, write_result)
+from growing_cache import (TASK, measure, paired_entry,  # noqa: E402
+                           parse_args, sentences_for, write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "one_query_attention.json"
 ENGINES = ("translator", "tflite")
@@ -80,7 +80,6 @@ def main(argv=None):
         sys.exit(f"--engines: choose from {', '.join(ENGINES)}")
 
     from gnmt_tf.data import corpus
-    from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.translator import SearchOptions, Translator
 
     read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
@@ -101,19 +100,9 @@ def main(argv=None):
                 count = len(sentences_for(sources, batch_size))
                 runs = measure(translators, sources[:count], options,
                                batch_size, args.repeats, clock)
-                median, timing = timings(runs)
-                outputs = {name: out for name, (out, _) in runs.items()}
-                entry = {
-                    "sentences": count, **timing,
-                    "products_speedup": round(
-                        median["einsum"] / median["products"], 3),
-                    "identical_outputs": sum(a == b for a, b in zip(
-                        outputs["einsum"], outputs["products"])),
-                }
-                if count == len(sources):
-                    entry["bleu"] = {name: round(score_corpus(
-                        out, references).bleu, 2)
-                        for name, out in outputs.items()}
+                entry = paired_entry(
+                    runs, count, "einsum", "products", "products_speedup",
+                    references if count == len(sources) else None)
                 result.setdefault(engine, {})[f"batch{batch_size}"] = entry
                 print(f"{engine} batch {batch_size}: {entry}", flush=True)
     write_result(result, args, "one_query_attention.py", argv,

@@ -49,13 +49,9 @@ def prepared_step(path, rows, threads, source_length, cache_length):
 
     runtime = TFLiteRuntime(path, num_threads=threads)
     rng = np.random.default_rng(0)
-    details = runtime.encode_runner.get_input_details()
-    task = {name: np.zeros([max(int(d), 1) for d in detail["shape_signature"]],
-                           detail["dtype"])
-            for name, detail in details.items() if name != "source_ids"}
     source = rng.integers(5, 1000, [1, source_length]).astype(np.int32)
-    state = {name: np.repeat(value, rows, 0)
-             for name, value in runtime.encode(source, task).items()}
+    state = {name: np.repeat(value, rows, 0) for name, value in
+             runtime.encode(source, runtime.placeholder_task()).items()}
     ids = rng.integers(5, 1000, [rows]).astype(np.int32)
     for _ in range(cache_length):
         _, _, changed = runtime.step(ids, state)

@@ -104,12 +104,16 @@ class TFLiteRuntime:
         before keeps working. Running it here closes that window (the
         outputs are thrown away, so any in-vocabulary id will do).
         """
+        state = self.encode(np.ones([1, 1], np.int32), self.placeholder_task())
+        self.step(np.ones([1], np.int32), state)
+
+    def placeholder_task(self):
+        """`encode`'s task inputs of batch 1, all id 0 (some valid task:
+        for runs whose output is not read, such as warm-ups and timings)."""
         details = self.encode_runner.get_input_details()
-        task = {name: np.zeros([max(int(d), 1) for d in
+        return {name: np.zeros([max(int(d), 1) for d in
                                 detail["shape_signature"]], detail["dtype"])
                 for name, detail in details.items() if name != "source_ids"}
-        state = self.encode(np.ones([1, 1], np.int32), task)
-        self.step(np.ones([1], np.int32), state)
 
     def encode(self, source_ids, task):
         """`source_ids` int32 `[B, S]` (`B` = 1 unless `encode_batch_size`
