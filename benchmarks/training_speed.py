@@ -50,6 +50,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from results_file import command_line  # noqa: E402
 from cpu_flags import simd_flags  # noqa: E402
+from results_file import with_earlier  # noqa: E402
 
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
@@ -113,6 +114,15 @@ def parse_args(argv=None):
     parser.add_argument("--bfloat16", action="store_true",
                         help="also train our Transformer with "
                              "precision=mixed_bfloat16")
+    parser.add_argument("--no-matmul-bound", action="store_true",
+                        help="skip timing the step's dense products alone "
+                             "(`matmul_bound.py`)")
+    parser.add_argument("--bound-batches", type=int, default=16,
+                        help="training batches the matmul bound is taken "
+                             "over (default 16)")
+    parser.add_argument("--keep-previous-as", default=None,
+                        help="keep the rerun comparison's previous figures "
+                             "under this key (e.g. earlier_before_x)")
     parser.add_argument("--vocab", default=None,
                         help="a SentencePiece .model for all runs (default: "
                              "our first run trains one)")
@@ -325,6 +335,23 @@ def transformer(args, work):
                           ["bucket_width=0"])
         result["ours_geometric_buckets"] = geometric
         result["bucket_width1_over_geometric"] = rate_ratio(ours, geometric)
+    if not args.no_matmul_bound:
+        spec = {"batches": _batch_shapes(args, ours_dir),
+                "layers": dims["layers"], "width": dims["hidden"],
+                "ffn": dims["ffn"], "vocabulary": json.loads(
+                    (ours_dir / "config.json").read_text())["model"][
+                        "vocabulary_size"]}
+        bound = json.loads(subprocess.run(
+            [sys.executable, REPO_ROOT / "benchmarks" / "matmul_bound.py"],
+            input=json.dumps(spec), capture_output=True, text=True,
+            check=True, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+        ).stdout)
+        result["matmul_bound"] = bound
+        for name in ("separate", "fused"):
+            result["matmul_bound"][name].update({
+                "ours_over_bound": rate_ratio(ours, bound[name]),
+                "opennmt_over_bound": rate_ratio(opennmt, bound[name]),
+                "bound_over_opennmt": rate_ratio(bound[name], opennmt)})
     if args.bfloat16:
         # bfloat16 compute against OpenNMT-tf's float32: a faster step only
         # where the CPU has bfloat16 matmuls (`simd_flags`); its BLEU cost
@@ -335,6 +362,41 @@ def transformer(args, work):
         result["ours_bfloat16_over_opennmt"] = rate_ratio(mixed, opennmt)
         result["bfloat16_over_float32"] = rate_ratio(mixed, ours)
     return result
+
+
+def _batch_shapes(args, model_dir):
+    """`(B, S, T, target tokens)` of the first `--bound-batches` batches
+    our trainer made in `model_dir` (its data pipeline, settings and seed;
+    `S` and `T` with the end token, `T` with the start token)."""
+    import tensorflow as tf
+
+    from gnmt_tf.config import TrainConfig
+    from gnmt_tf.text.subword import Subwords
+    from task_space import data as data_lib
+    from task_space.config import TransformerConfig
+
+    payload = json.loads((model_dir / "config.json").read_text())
+    model_config = TransformerConfig(**payload["model"])
+    train_config = TrainConfig(**payload["train"])
+    options = payload["task_space"]
+    pairs = data_lib.parse_directions(options["directions"],
+                                      model_config.languages)
+    examples = data_lib.load_multi30k(
+        args.data_dir, "train", pairs, data_lib.parse_tags(options["tags"]),
+        options.get("max_lines"), model_config.languages)
+    encoded = data_lib.encode_examples(
+        examples, Subwords(model_dir / "spm.model"), model_config,
+        options["target_language_token"])
+    dataset = data_lib.make_task_dataset(
+        encoded, train_config.max_tokens, train_config.max_length,
+        shuffle_buffer=train_config.shuffle_buffer, seed=train_config.seed,
+        **train_config.bucketing())
+    shapes = []
+    for features, labels in dataset.take(args.bound_batches):
+        batch, sources = features["source_ids"].shape
+        shapes.append((batch, sources, labels.shape[1],
+                       int(tf.math.count_nonzero(labels))))
+    return shapes
 
 
 def gnmt(args, work):
@@ -381,7 +443,9 @@ def main(argv=None):
 
     for name, run in (("transformer", transformer), ("gnmt", gnmt)):
         if args.only in (None, name):
-            results[name] = run(args, work)
+            previous = results.get(name, {})
+            results[name] = with_earlier(run(args, work), previous,
+                                         args.keep_previous_as)
             _log(json.dumps(results[name], indent=1))
             write(name)
     print(json.dumps(results, indent=2))
