@@ -12,7 +12,10 @@ same data (Multi30k en->de train), batches of `--max-tokens` target tokens
    (`--opennmt-venv`; made here with `--python`, default
    ``/usr/bin/python3.11``, and ``OpenNMT-tf==2.32.0`` +
    ``tensorflow-cpu==2.13.*`` installed from PyPI unless present).
-   Reported: ``ours_over_opennmt`` (the issue aims at >= 1.3). With
+   Reported: ``ours_over_opennmt`` (the issue aims at >= 1.3), and
+   ``matmul_bound`` (`matmul_bound.py`: the step's dense products alone,
+   timed after the trainings at the shapes of their first batches, an
+   upper estimate of any float32 implementation on this machine). With
    `--bfloat16`, ours also trains with ``precision=mixed_bfloat16``
    (``ours_bfloat16_over_opennmt``, ``bfloat16_over_float32``): faster only
    on CPUs with bfloat16 matmuls (``settings.simd_flags``).
@@ -28,7 +31,8 @@ tokens/s of its log line every `--log-every` steps), leaving out the first inter
 
     python benchmarks/training_speed.py --data-dir /work/shared/data/multi30k \\
         [--steps 300] [--log-every 50] [--threads N] [--only transformer]
-        [--geometric-buckets] [--bfloat16]
+        [--geometric-buckets] [--bfloat16] [--no-matmul-bound]
+        [--bound-batches 16] [--keep-previous-as earlier_before_x]
 
 Writes `benchmarks/results/training_speed.json`.
 """
