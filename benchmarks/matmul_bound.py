@@ -18,7 +18,7 @@ implementation of the model that uses TensorFlow's matmul kernels on this
 machine trains faster than this bound; `training_speed.py` reports it next
 to our and OpenNMT-tf's measured rates, in the same run.
 
-    python benchmarks/matmul_bound.py < shapes.json > bound.json
+    python benchmarks/matmul_bound.py shapes.json bound.json
 
 (`shapes.json`: `{"batches": [[B, S, T, target_tokens], ...], "layers":
 3, "width": 256, "ffn": 1024, "vocabulary": 8000}`.)
@@ -29,8 +29,10 @@ with them as one product three times as wide (and the cross-attention's
 key and value as one), which runs closer to the kernels' peak.
 """
 
+import argparse
 import json
 import os
+import pathlib
 import statistics
 import sys
 import time
@@ -141,15 +143,23 @@ def matmul_bound(batch_shapes, layers, width, ffn, vocabulary, cores=None):
     return result
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("spec", help="the batches' shapes and the model's "
+                                     "dimensions (JSON, see above)")
+    parser.add_argument("out", help="where the bound is written (JSON)")
+    args = parser.parse_args(argv)
     import tensorflow as tf
+
+    from gnmt_tf.io_utils import write_text_atomic
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    spec = json.load(sys.stdin)
-    json.dump(matmul_bound([tuple(b) for b in spec["batches"]],
-                           spec["layers"], spec["width"], spec["ffn"],
-                           spec["vocabulary"]), sys.stdout)
+    spec = json.loads(pathlib.Path(args.spec).read_text())
+    bound = matmul_bound([tuple(b) for b in spec["batches"]],
+                         spec["layers"], spec["width"], spec["ffn"],
+                         spec["vocabulary"])
+    write_text_atomic(pathlib.Path(args.out), json.dumps(bound) + "\n")
     return 0
 
 

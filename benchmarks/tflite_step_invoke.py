@@ -40,19 +40,53 @@ def int_list(text):
     return [positive_int(part) for part in text.split(",")]
 
 
+def tflite_files(parser, text):
+    """`--tflite A,B` -> `(paths, names)`; the files must exist and have
+    different names (the results are keyed by name)."""
+    paths = text.split(",")
+    names = [pathlib.Path(p).name for p in paths]
+    if len(set(names)) != len(names):
+        parser.error("--tflite: give the files different names")
+    for path in paths:
+        if not pathlib.Path(path).is_file():
+            parser.error(f"--tflite: no such file: {path}")
+    return paths, names
+
+
+def random_inputs(source_length, rows):
+    """`(source [1, source_length], ids [rows])`: in-vocabulary random ids,
+    the same in every run."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    source = rng.integers(5, 1000, [1, source_length]).astype(np.int32)
+    return source, rng.integers(5, 1000, [rows]).astype(np.int32)
+
+
+def encoded_state(runtime, source, rows):
+    """`runtime`'s decoding state for `source`, repeated over `rows`."""
+    import numpy as np
+
+    return {name: np.repeat(value, rows, 0) for name, value in
+            runtime.encode(source, runtime.placeholder_task()).items()}
+
+
+def machine_entries(script, argv):
+    """The entries every result of these scripts ends with: the machine,
+    its load, and the command."""
+    return {"cpu_count": os.cpu_count(), "simd_flags": simd_flags(),
+            "load_average_at_end": os.getloadavg(),
+            "command": command_line(script, argv)}
+
+
 def prepared_step(path, rows, threads, source_length, cache_length):
     """`(invoke, wrapper, subgraph)`: `path`'s `decode_step` ready to run
     on the fixed state (see the module docstring)."""
-    import numpy as np
-
     from gnmt_tf.tflite_runtime import TFLiteRuntime
 
     runtime = TFLiteRuntime(path, num_threads=threads)
-    rng = np.random.default_rng(0)
-    source = rng.integers(5, 1000, [1, source_length]).astype(np.int32)
-    state = {name: np.repeat(value, rows, 0) for name, value in
-             runtime.encode(source, runtime.placeholder_task()).items()}
-    ids = rng.integers(5, 1000, [rows]).astype(np.int32)
+    source, ids = random_inputs(source_length, rows)
+    state = encoded_state(runtime, source, rows)
     for _ in range(cache_length):
         _, _, changed = runtime.step(ids, state)
         state.update({name: value.copy() for name, value in changed.items()})
@@ -73,13 +107,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=positive_int, default=40)
     parser.add_argument("--output", default=str(RESULT))
     args = parser.parse_args(argv)
-    paths = args.tflite.split(",")
-    names = [pathlib.Path(p).name for p in paths]
-    if len(set(names)) != len(names):
-        parser.error("--tflite: give the files different names")
-    for path in paths:
-        if not pathlib.Path(path).is_file():
-            parser.error(f"--tflite: no such file: {path}")
+    paths, names = tflite_files(parser, args.tflite)
 
     result = {"microseconds_per_invoke": {}}
     for threads in args.threads:
@@ -102,9 +130,8 @@ def main(argv=None):
     result.update(
         tflite=paths, source_length=args.source_length,
         cache_length=args.cache_length, repeats=args.repeats,
-        calls_per_turn=CALLS_PER_TURN, cpu_count=os.cpu_count(),
-        simd_flags=simd_flags(), load_average_at_end=os.getloadavg(),
-        command=command_line("tflite_step_invoke.py", argv))
+        calls_per_turn=CALLS_PER_TURN,
+        **machine_entries("tflite_step_invoke.py", argv))
     write_text_atomic(pathlib.Path(args.output),
                       json.dumps(result, indent=2) + "\n")
     return 0

@@ -19,7 +19,6 @@ Writes `benchmarks/results/tflite_step_split.json`.
 
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import sys
@@ -28,10 +27,10 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
 from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
-from results_file import command_line  # noqa: E402  (this script's folder)
+from tflite_step_invoke import (  # noqa: E402  (this script's folder)
+    encoded_state, int_list, machine_entries, random_inputs, tflite_files)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_step_split.json"
 
@@ -60,15 +59,10 @@ class _SplitStep:
     """One file's runtime with its `step` parts timed."""
 
     def __init__(self, path, threads, rows, source_length):
-        import numpy as np
-
         from gnmt_tf.tflite_runtime import TFLiteRuntime
 
         self.runtime = TFLiteRuntime(path, num_threads=threads)
-        rng = np.random.default_rng(0)
-        self.source = rng.integers(5, 1000, [1, source_length]).astype(
-            np.int32)
-        self.ids = rng.integers(5, 1000, [rows]).astype(np.int32)
+        self.source, self.ids = random_inputs(source_length, rows)
         self.rows = rows
         inputs = self.runtime._step_inputs
         self.wrapper = _TimedWrapper(inputs._wrapper)
@@ -84,12 +78,8 @@ class _SplitStep:
         inputs._allocate = timed_allocate
 
     def run(self, steps):
-        """`{part: milliseconds per step}` over `steps` steps."""
-        import numpy as np
-
-        state = {name: np.repeat(value, self.rows, 0) for name, value in
-                 self.runtime.encode(
-                     self.source, self.runtime.placeholder_task()).items()}
+        """`{part: seconds}` over `steps` steps from an empty cache."""
+        state = encoded_state(self.runtime, self.source, self.rows)
         self.wrapper.invoke_seconds = self.allocate_seconds = 0.0
         start = time.perf_counter()
         for _ in range(steps):
@@ -102,7 +92,6 @@ class _SplitStep:
 
 
 def main(argv=None):
-    from tflite_step_invoke import int_list
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tflite", required=True,
@@ -115,13 +104,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--output", default=str(RESULT))
     args = parser.parse_args(argv)
-    paths = args.tflite.split(",")
-    names = [pathlib.Path(p).name for p in paths]
-    if len(set(names)) != len(names):
-        parser.error("--tflite: give the files different names")
-    for path in paths:
-        if not pathlib.Path(path).is_file():
-            parser.error(f"--tflite: no such file: {path}")
+    paths, names = tflite_files(parser, args.tflite)
 
     result = {"milliseconds_per_step": {}}
     for threads in args.threads:
@@ -142,9 +125,7 @@ def main(argv=None):
     result.update(
         tflite=paths, rows=args.rows, steps=args.steps,
         source_length=args.source_length, repeats=args.repeats,
-        cpu_count=os.cpu_count(), simd_flags=simd_flags(),
-        load_average_at_end=os.getloadavg(),
-        command=command_line("tflite_step_split.py", argv))
+        **machine_entries("tflite_step_split.py", argv))
     write_text_atomic(pathlib.Path(args.output),
                       json.dumps(result, indent=2) + "\n")
     return 0

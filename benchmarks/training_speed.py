@@ -52,10 +52,10 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from results_file import command_line  # noqa: E402
+from results_file import command_line, with_earlier  # noqa: E402
 from cpu_flags import simd_flags  # noqa: E402
-from results_file import with_earlier  # noqa: E402
 
+from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "training_speed.json"
@@ -121,7 +121,7 @@ def parse_args(argv=None):
     parser.add_argument("--no-matmul-bound", action="store_true",
                         help="skip timing the step's dense products alone "
                              "(`matmul_bound.py`)")
-    parser.add_argument("--bound-batches", type=int, default=16,
+    parser.add_argument("--bound-batches", type=positive_int, default=16,
                         help="training batches the matmul bound is taken "
                              "over (default 16)")
     parser.add_argument("--keep-previous-as", default=None,
@@ -340,16 +340,13 @@ def transformer(args, work):
         result["ours_geometric_buckets"] = geometric
         result["bucket_width1_over_geometric"] = rate_ratio(ours, geometric)
     if not args.no_matmul_bound:
-        spec = {"batches": _batch_shapes(args, ours_dir),
-                "layers": dims["layers"], "width": dims["hidden"],
-                "ffn": dims["ffn"], "vocabulary": json.loads(
-                    (ours_dir / "config.json").read_text())["model"][
-                        "vocabulary_size"]}
-        bound = json.loads(subprocess.run(
-            [sys.executable, REPO_ROOT / "benchmarks" / "matmul_bound.py"],
-            input=json.dumps(spec), capture_output=True, text=True,
-            check=True, env=dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-        ).stdout)
+        # Its own process: one TensorFlow thread per product.
+        spec, out = work / "matmul_bound_spec.json", work / "matmul_bound.json"
+        spec.write_text(json.dumps(_bound_spec(args, ours_dir)))
+        _run([sys.executable, REPO_ROOT / "benchmarks" / "matmul_bound.py",
+              spec, out], env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+             log_path=work / "matmul_bound.log")
+        bound = json.loads(out.read_text())
         result["matmul_bound"] = bound
         for name in ("separate", "fused"):
             result["matmul_bound"][name].update({
@@ -368,10 +365,12 @@ def transformer(args, work):
     return result
 
 
-def _batch_shapes(args, model_dir):
-    """`(B, S, T, target tokens)` of the first `--bound-batches` batches
-    our trainer made in `model_dir` (its data pipeline, settings and seed;
-    `S` and `T` with the end token, `T` with the start token)."""
+def _bound_spec(args, model_dir):
+    """`matmul_bound.py`'s input for our run in `model_dir`: its model's
+    dimensions and `(B, S, T, target tokens)` of the first
+    `--bound-batches` batches its trainer made (its data pipeline,
+    settings and seed; `S` and `T` with the end token, `T` with the start
+    token)."""
     import tensorflow as tf
 
     from gnmt_tf.config import TrainConfig
@@ -400,7 +399,10 @@ def _batch_shapes(args, model_dir):
         batch, sources = features["source_ids"].shape
         shapes.append((batch, sources, labels.shape[1],
                        int(tf.math.count_nonzero(labels))))
-    return shapes
+    return {"batches": shapes, "layers": model_config.num_layers,
+            "width": model_config.hidden_dim,
+            "ffn": model_config.intermediate_dim,
+            "vocabulary": model_config.vocabulary_size}
 
 
 def gnmt(args, work):
