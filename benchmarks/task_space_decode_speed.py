@@ -10,6 +10,10 @@ end token can be produced, no early stopping), three ways:
 - ours, fixed cache: the same with the fixed-size KV cache (the TFLite and
   XLA layout) of exactly the output length: the old default's best case,
   since `Translator` sized it for `max_length_ratio` (2) times the source;
+- ours, XLA search: the same search with the fixed-size cache, compiled
+  whole with XLA (`jit_compile=True`, every shape fixed; what
+  `Translator(..., jit_compile_search=True)` and `gnmt-tf translate --xla`
+  run); its warm-up call compiles, and is not timed;
 - ours, no cache: the same search, but every step re-runs the whole
   teacher-forced decoder over the prefix generated so far (what a
   Transformer without incremental decoding does);
@@ -115,7 +119,7 @@ def no_cache_step_fn(model, max_length):
     return initial_state, step
 
 
-CACHES = ("growing", "fixed", "none")
+CACHES = ("growing", "fixed", "none", "xla")
 
 
 def ours_fn(model, output_length, cache="growing"):
@@ -129,11 +133,20 @@ def ours_fn(model, output_length, cache="growing"):
             initial_state, step = no_cache_step_fn(model, output_length)
             state = initial_state(encoded)
         batch = tf.shape(source_ids)[0]
+        shapes = ({"max_time": output_length,
+                   "attention_width": tf.shape(source_ids)[1]}
+                  if cache == "xla" else {})
         result = beam_search(
             step, state, tf.fill([batch], model.config.bos_id), NO_END_ID,
-            BEAM, output_length, early_stopping="none")
+            BEAM, output_length, early_stopping="none", **shapes)
         return result.ids[:, 0], result.lengths[:, 0]
 
+    if cache == "xla":
+        def compiled(*inputs):
+            with model.compiled_step_context():
+                return search(*inputs)
+
+        return tf.function(compiled, autograph=False, jit_compile=True)
     return tf.function(search, autograph=False)
 
 
@@ -353,6 +366,7 @@ def main(argv=None):
             key = f"beam{BEAM}_batch{batch}"
             best(f"ours_{key}", ours(batch, "growing"))
             best(f"ours_fixed_cache_{key}", ours(batch, "fixed"))
+            best(f"ours_xla_search_{key}", ours(batch, "xla"))
             if args.bfloat16:
                 best(f"ours_bfloat16_{key}", ours(batch, "bfloat16"))
             for compute_type, prefix in (("default", "ctranslate2"),
@@ -374,6 +388,8 @@ def main(argv=None):
                     results[f"ours_{key}"]
                     / results[f"ours_fixed_cache_{key}"], 3)
             for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                      (f"ours_xla_search_{key}",
+                                       f"ctranslate2_{key}"),
                                       (f"ours_bfloat16_{key}",
                                        f"ctranslate2_{key}"),
                                       (f"ours_tflite_float32_{key}",

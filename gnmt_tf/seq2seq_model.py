@@ -130,6 +130,9 @@ class Seq2SeqModel(typing.Protocol):
     A model that splits `step` into `step_hidden(ids, state) -> (hidden,
     attention, state)` and `output_logits(hidden, rows=None)` can be
     decoded over a vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
+    A model may define `compiled_step_context()`, a context manager that
+    `Translator(..., jit_compile_search=True)` traces the search in (a
+    variant of the step that XLA runs faster).
     """
 
     config: Any

@@ -7,6 +7,7 @@ clear errors, batching of similar-length sentences (GNMT §7) and restoring the
 input order.
 """
 
+import contextlib
 import dataclasses
 import numbers
 import typing
@@ -21,6 +22,11 @@ from gnmt_tf.decoding.beam_search import EARLY_STOPPING_MODES
 
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
+
+# With `jit_compile_search`, source widths are padded up to a multiple of
+# this: XLA compiles the search again for every new input shape (seconds),
+# and a file sorted by length has a new width in almost every batch.
+XLA_WIDTH_MULTIPLE = 8
 
 # Search strategies (`SearchOptions.decoder`). "beam" and "greedy" run in the
 # graph (`search_fn`, the SavedModel); the others are host-side loops over
@@ -131,7 +137,13 @@ class Translator:
         by a position each step (`initial_state(..., growing_cache=True)`)
         instead of one allocated for the longest output. Default: on for
         models that offer it (`supports_growing_cache`), off with
-        `jit_compile_step` (XLA needs fixed shapes).
+        `jit_compile_step` or `jit_compile_search` (XLA needs fixed shapes).
+      jit_compile_search: bool. Compile the whole search (encoder, decoder
+        loop, beam bookkeeping) with XLA, every shape fixed by the source's
+        width (padded up to a multiple of `XLA_WIDTH_MULTIPLE`): the TF
+        executor's per-op cost goes, which is most of a step at small
+        batches. Each new batch shape compiles once (seconds), so it pays
+        off over many batches; not with a shortlist.
 
     Example:
     ```python
@@ -143,16 +155,21 @@ class Translator:
 
     def __init__(self, model, subwords, max_source_length=None,
                  shortlist=None, unk_replacer=None, jit_compile_step=False,
-                 growing_cache=None):
+                 growing_cache=None, jit_compile_search=False):
         self.model = model
+        if jit_compile_search and (jit_compile_step or shortlist is not None):
+            raise ValueError("jit_compile_search compiles the step too, and "
+                             "takes no shortlist (its size varies by batch)")
         self._step = xla_step(model.step) if jit_compile_step else model.step
+        self.jit_compile_search = bool(jit_compile_search)
         supported = getattr(model, "supports_growing_cache", False)
+        compiled = jit_compile_step or jit_compile_search
         if growing_cache is None:
-            growing_cache = supported and not jit_compile_step
+            growing_cache = supported and not compiled
         if growing_cache and not supported:
             raise ValueError(f"{type(model).__name__} has no growing cache")
-        if growing_cache and jit_compile_step:
-            raise ValueError("jit_compile_step needs a fixed-size cache: "
+        if growing_cache and compiled:
+            raise ValueError("XLA needs a fixed-size cache: "
                              "growing_cache=False")
         self.growing_cache = bool(growing_cache)
         self.subwords = subwords
@@ -221,14 +238,52 @@ class Translator:
                    **task):
         """Graph body without text: `source_ids [B, S]` (source prefix,
         subwords, end token; 0-padded), their `source_lengths [B]` and the
-        task ids -> the search's `DecodingResult`."""
+        task ids -> the search's `DecodingResult` (with
+        `jit_compile_search`, `T` is the longest output the padded source
+        allows, not the longest hypothesis)."""
+        if self.jit_compile_search:
+            return self._compiled_search(options)(
+                _pad_width(source_ids, XLA_WIDTH_MULTIPLE), source_lengths,
+                task)
+        return self._search_ids(source_ids, source_lengths, options, task)
+
+    def _search_ids(self, source_ids, source_lengths, options, task,
+                    fixed_shapes=False):
         max_lengths = self.max_lengths(source_lengths, options)
         encoded = self.model.encode(source_ids, **task)
-        # The search runs at most max(max_lengths) steps: the state's size.
-        state = self.initial_state(
-            encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
+        shapes = {}
+        if fixed_shapes:
+            # Every buffer sized from the source's width, a compile-time
+            # constant under XLA; max_lengths stay within it.
+            width = tf.shape(source_ids)[1]
+            max_time = self.max_lengths(width[tf.newaxis], options)[0]
+            shapes = {"max_time": tf.maximum(max_time, 1),
+                      "attention_width": width}
+            state = self.initial_state(encoded, shapes["max_time"])
+        else:
+            # The search runs at most max(max_lengths) steps: the state's size.
+            state = self.initial_state(
+                encoded, tf.maximum(tf.reduce_max(max_lengths), 1))
         return self.run_search(state, source_lengths, options, max_lengths,
-                               source_ids=source_ids)
+                               source_ids=source_ids, **shapes)
+
+    def _compiled_search(self, options):
+        """`_search_ids` with fixed shapes as one XLA-compiled function,
+        cached per `options`; traced in the model's
+        `compiled_step_context()` where it has one."""
+        key = ("xla", options)
+        if key not in self._functions:
+            context = getattr(self.model, "compiled_step_context",
+                              contextlib.nullcontext)
+
+            def search(source_ids, source_lengths, task):
+                with context():
+                    return self._search_ids(source_ids, source_lengths,
+                                            options, task, fixed_shapes=True)
+
+            self._functions[key] = tf.function(search, jit_compile=True,
+                                               autograph=False)
+        return self._functions[key]
 
     def initial_state(self, encoded, max_length):
         """The model's decoding state for `encoded`, with room for
@@ -273,10 +328,12 @@ class Translator:
         return outputs
 
     def run_search(self, state, source_lengths, options: SearchOptions,
-                   max_lengths=None, source_ids=None):
+                   max_lengths=None, source_ids=None, max_time=None,
+                   attention_width=None):
         """Runs the search from a decoding `state`; returns its
         `DecodingResult` (ids in the model's vocabulary, not text).
-        `source_ids [B, S]` are needed with a shortlist."""
+        `source_ids [B, S]` are needed with a shortlist; `max_time` and
+        `attention_width` fix the search's shapes (see `beam_search`)."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
         if options.decoder not in GRAPH_DECODERS:
@@ -296,7 +353,8 @@ class Translator:
         start_ids = tf.fill([tf.shape(source_lengths)[0]], bos_id)
         if options.beam_size == 1 or options.decoder == "greedy":
             result = greedy_search(step_fn, state, start_ids, eos_id,
-                                   max_lengths)
+                                   max_lengths, max_time=max_time,
+                                   attention_width=attention_width)
         else:
             result = beam_search(
                 step_fn, state, start_ids, eos_id, options.beam_size,
@@ -305,7 +363,8 @@ class Translator:
                 coverage_penalty=options.coverage_penalty,
                 beam_width=options.beam_width,
                 num_hypotheses=options.num_hypotheses,
-                early_stopping=options.early_stopping)
+                early_stopping=options.early_stopping, max_time=max_time,
+                attention_width=attention_width)
         if restricted is not None:
             result = result._replace(ids=restricted.to_vocabulary(
                 result.ids, result.lengths))
@@ -492,3 +551,11 @@ class Translator:
         """Translates `sentences` (list of str) to a list of best translations."""
         return [h[0].text for h in self.translate_nbest(sentences, options,
                                                         batch_size, **task)]
+
+
+def _pad_width(source_ids, multiple):
+    """`source_ids [B, S]` zero-padded (the pad id) on the right to a
+    width that is a multiple of `multiple`."""
+    width = tf.shape(source_ids)[1]
+    pad = (multiple - width % multiple) % multiple
+    return tf.pad(source_ids, [[0, 0], [0, pad]])

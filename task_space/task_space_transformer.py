@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.layers.recompute import checkpointed
+from task_space.cached_multi_head_attention import one_query_products
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
 from task_space.layer_utils import build_sublayer
@@ -249,6 +250,14 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
     # The encoder has no loop, so its TFLite `encode` takes any batch size
     # (GNMT's `tf.scan` lowers only at a fixed one).
     exports_encode_at_any_batch = True
+
+    def compiled_step_context(self):
+        """The context a step is traced in for an XLA-compiled search
+        (`Translator(..., jit_compile_search=True)`): attention with
+        products and sums (`one_query_products`), which XLA fuses; the
+        einsums are slower there at batch 32 (see the README's decoding
+        speed section)."""
+        return one_query_products(True)
 
     def initial_state(self, encoded, max_length=None, growing_cache=False):
         """The decoding state before the first `step`.

@@ -194,6 +194,12 @@ def register(subparsers):
              "faster where the CPU has bfloat16 matmuls (AVX-512 BF16, "
              "AMX), at a small BLEU cost (README: decoding speed)")
     parser.add_argument(
+        "--xla", action="store_true",
+        help="with one --model: compile the whole search with XLA (beam "
+             "or greedy; no --shortlist). Same translations; measured "
+             "1.4x faster at batch 32 and 3x at batch 1 (README: decoding "
+             "speed), but each new batch shape compiles first (seconds)")
+    parser.add_argument(
         "--plot-attention", metavar="DIR",
         help="write attention heatmaps (PNG) of the first sentences here "
              "(with --model; needs matplotlib)")
@@ -374,14 +380,17 @@ def load_translator(args):
     if not models:
         raise ValueError("give --model DIR (or --server HOST:PORT, "
                          "--tflite FILE or --onnx DIR)")
+    xla = getattr(args, "xla", False)
     if (len(models) == 1 and predictors is None and weights is None
             and lm is None and mode == "loglinear"):
         return Translator.from_model_dir(
-            models[0], precision=getattr(args, "precision", "float32")), \
-            models[0]
-    if getattr(args, "precision", "float32") != "float32":
-        raise ValueError("--precision needs one --model and no predictor "
-                         "flags")
+            models[0], precision=getattr(args, "precision", "float32"),
+            jit_compile_search=xla), models[0]
+    for flag, given in (("--precision", getattr(args, "precision", "float32")
+                         != "float32"), ("--xla", xla)):
+        if given:
+            raise ValueError(f"{flag} needs one --model and no predictor "
+                             "flags")
     from gnmt_tf.predictor_model import load_predictors
 
     model, subwords = load_predictors(models, predictors, weights, lm, mode)
@@ -605,9 +614,13 @@ def run(args):
                          "--plot-attention")
     if getattr(args, "pipeline", False):
         _refuse_host_decoding(args, "--pipeline")
-    for flag in ("shortlist", "replace_unk"):
+    for flag in ("shortlist", "replace_unk", "xla"):
         if getattr(args, flag, None) and not getattr(args, "model", None):
             raise ValueError(f"--{flag.replace('_', '-')} needs --model")
+    if getattr(args, "xla", False) and (args.server or getattr(
+            args, "shortlist", None)):
+        raise ValueError("--xla compiles the in-process search: not with "
+                         "--server or --shortlist")
     if args.server:
         _refuse_host_decoding(args, "--server")
         return _translate_through_server(args)

@@ -124,6 +124,16 @@ def pad_last(x, size):
     return tf.pad(x, tf.concat([tf.zeros([rank - 1, 2], tf.int32), pad], 0))
 
 
+def buffer_length(max_time, max_lengths):
+    """`(max_time, max_lengths)` of a search: the buffers' length (the
+    largest of `max_lengths` by default; at least 1 so that an empty batch
+    still builds) and `max_lengths` clipped to it."""
+    if max_time is None:
+        return tf.maximum(tf.reduce_max(max_lengths), 1), max_lengths
+    max_time = tf.cast(max_time, tf.int32)
+    return max_time, tf.minimum(max_lengths, max_time)
+
+
 def _static_value(x):
     """The Python value of `x` when known at trace time, else `None`."""
     return None if x is None else tf.get_static_value(x)
@@ -198,7 +208,7 @@ def _drop_below_best(finished, beam_width):
 def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 max_lengths, source_lengths=None, length_penalty=0.0,
                 coverage_penalty=0.0, beam_width=None, num_hypotheses=1,
-                early_stopping="gnmt"):
+                early_stopping="gnmt", max_time=None, attention_width=None):
     """Beam search with GNMT scoring, pruning and early stopping.
 
     Hypotheses are ranked by the GNMT score (Wu et al. 2016, eq. 14):
@@ -280,6 +290,17 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         beam_width: float or `None`. GNMT's pruning width (both rules above).
         num_hypotheses: int `N` in `[1, K]`. Hypotheses returned per sentence.
         early_stopping: `"gnmt"`, `"exact"` or `"none"`, see above.
+        max_time: int or int32 scalar, or `None`. Length `T` of the
+            search's buffers and of the returned `ids` and `attention`
+            (not trimmed to the longest hypothesis); `max_lengths` are
+            clipped to it. Default: the largest of `max_lengths`, and the
+            outputs trimmed. With `attention_width`, every shape in the
+            loop follows from the input shapes: what XLA needs to compile
+            the whole search (`Translator(..., jit_compile_search=True)`).
+        attention_width: int or int32 scalar, or `None`. The width `S` of
+            the step's attention, when known before the first step: the
+            coverage and attention buffers start at that width (by default
+            they start empty and are padded once `S` is seen).
 
     Returns:
         A `DecodingResult` with `ids [B, N, T]`, `lengths [B, N]`,
@@ -297,8 +318,9 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
     max_lengths = tf.broadcast_to(tf.cast(max_lengths, tf.int32), [batch_size])
     tf.debugging.assert_positive(
         max_lengths, message="beam_search: max_lengths must be >= 1")
-    # Buffer length; at least 1 so that an empty batch still builds.
-    max_time = tf.maximum(tf.reduce_max(max_lengths), 1)
+    trim = max_time is None
+    max_time, max_lengths = buffer_length(max_time, max_lengths)
+    width = 0 if attention_width is None else attention_width
     if source_lengths is not None:
         source_lengths = tf.cast(source_lengths, tf.int32)
 
@@ -312,15 +334,15 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         "ids": fill([batch_size, k, max_time], 0, tf.int32),         # [B, K, T]
         "log_probs": tf.concat([fill([batch_size, 1], 0.0),
                                 fill([batch_size, k - 1], neg_inf)], 1),
-        "coverage": fill([batch_size, k, 0], 0.0),                   # [B, K, S]
-        "attention": fill([batch_size, k, max_time, 0], 0.0),     # [B, K, T, S]
+        "coverage": fill([batch_size, k, width], 0.0),               # [B, K, S]
+        "attention": fill([batch_size, k, max_time, width], 0.0), # [B, K, T, S]
     }
     finished = {
         "ids": fill([batch_size, n, max_time], 0, tf.int32),         # [B, N, T]
         "scores": fill([batch_size, n], neg_inf),                    # [B, N]
         "log_probs": fill([batch_size, n], neg_inf),                 # [B, N]
         "lengths": fill([batch_size, n], 0, tf.int32),               # [B, N]
-        "attention": fill([batch_size, n, max_time, 0], 0.0),     # [B, N, T, S]
+        "attention": fill([batch_size, n, max_time, width], 0.0), # [B, N, T, S]
     }
     state = tile_beams(initial_state, k)                         # [B * K, ...]
     stopped = fill([batch_size], False, tf.bool)                         # [B]
@@ -336,7 +358,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 raise ValueError(
                     "step_fn returned attention=None, so coverage_penalty "
                     f"must be the constant 0, got {coverage_penalty!r}")
-            attention = tf.zeros(tf.stack([batch_size * k, 0]))
+            attention = tf.zeros(tf.stack([batch_size * k, width]))
         else:
             has_attention[0] = True
         attention = unflatten_beams(tf.cast(attention, tf.float32), k)
@@ -436,7 +458,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
 
     if beam_width is not None:
         finished = _drop_below_best(finished, beam_width)
-    out_time = tf.maximum(tf.reduce_max(finished["lengths"]), 0)
+    out_time = (tf.maximum(tf.reduce_max(finished["lengths"]), 0) if trim
+                else max_time)
     return DecodingResult(
         ids=finished["ids"][:, :, :out_time],
         lengths=finished["lengths"],

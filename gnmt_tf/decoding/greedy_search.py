@@ -9,12 +9,13 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 
 from gnmt_tf.decoding.beam_search import DecodingResult
+from gnmt_tf.decoding.beam_search import buffer_length
 from gnmt_tf.decoding.beam_search import pad_last
 from gnmt_tf.decoding.beam_search import state_shape_invariant
 
 
 def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
-                  select_fn=None):
+                  select_fn=None, max_time=None, attention_width=None):
     """Greedy decoding as one `tf.while_loop`.
 
     Each sentence stops at its end token or at its maximum length; the loop
@@ -39,6 +40,8 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
         select_fn: callable `log_probs [B, V] -> int32 ids [B]` picking each
             step's token, or None: the most probable one (`argmax`).
             `gnmt_tf.decoding.sampling.sample_search` samples with it.
+        max_time, attention_width: fixed buffer shapes, as in
+            `beam_search` (`T = max_time`, outputs not trimmed).
 
     Returns:
         A `DecodingResult` with `N = 1`: `ids [B, 1, T]`, `lengths [B, 1]`,
@@ -51,14 +54,16 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
     max_lengths = tf.broadcast_to(tf.cast(max_lengths, tf.int32), [batch_size])
     tf.debugging.assert_positive(
         max_lengths, message="greedy_search: max_lengths must be >= 1")
-    max_time = tf.maximum(tf.reduce_max(max_lengths), 1)
+    trim = max_time is None
+    max_time, max_lengths = buffer_length(max_time, max_lengths)
+    width = 0 if attention_width is None else attention_width
     has_attention = [False]
 
     def body(t, last, ids, log_prob, lengths, history, done, state):
         log_probs, attention, state = step_fn(last, state)
         log_probs = tf.cast(log_probs, tf.float32)                    # [B, V]
         if attention is None:
-            attention = tf.zeros(tf.stack([batch_size, 0]))
+            attention = tf.zeros(tf.stack([batch_size, width]))
         else:
             has_attention[0] = True
         attention = tf.cast(attention, tf.float32)                    # [B, S]
@@ -88,7 +93,7 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
         tf.zeros(tf.stack([batch_size, max_time]), tf.int32),
         tf.zeros([batch_size]),
         tf.zeros([batch_size], tf.int32),
-        tf.zeros(tf.stack([batch_size, max_time, 0])),
+        tf.zeros(tf.stack([batch_size, max_time, width])),
         tf.zeros([batch_size], tf.bool),
         initial_state,
     )
@@ -103,7 +108,7 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
         cond, body, loop_vars, shape_invariants=shape_invariants,
         maximum_iterations=max_time)
 
-    out_time = tf.maximum(tf.reduce_max(lengths), 0)
+    out_time = tf.maximum(tf.reduce_max(lengths), 0) if trim else max_time
     log_prob = log_prob[:, tf.newaxis]
     return DecodingResult(
         ids=ids[:, tf.newaxis, :out_time],

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -149,3 +150,68 @@ def test_growing_cache_needs_a_model_with_one_and_no_xla(tiny_model_dir,
                           jit_compile_step=True).growing_cache
     with pytest.raises(ValueError, match="fixed-size cache"):
         Translator(model, subwords, growing_cache=True, jit_compile_step=True)
+
+
+def _first_lines(path, count):
+    import gzip
+
+    with gzip.open(path, "rt") as lines:
+        return [next(lines).strip() for _ in range(count)]
+
+
+@pytest.mark.parametrize("name", ["gnmt", "transformer"])
+def test_xla_compiled_search_translates_the_same(name, tiny_model_dir,
+                                                 ts_model_dir, multiway_dir,
+                                                 toy_corpus):
+    """The whole search compiled with XLA (fixed shapes from the padded
+    source width) gives the plain search's n-best lists."""
+    if name == "gnmt":
+        model, subwords, _ = load_model(tiny_model_dir)
+        sources, task = [en for en, _ in toy_corpus[:8]], {}
+    else:
+        model, subwords, _ = load_model(ts_model_dir)
+        sources = _first_lines(multiway_dir / "train.en.gz", 8)
+        task = dict(src_lang="en", tgt_lang="fr", tags=["caption"])
+    plain = Translator(model, subwords)
+    compiled = Translator(model, subwords, jit_compile_search=True)
+    assert not compiled.growing_cache
+    for options in (SearchOptions(beam_size=1),
+                    SearchOptions(beam_size=3, num_hypotheses=2,
+                                  coverage_penalty=0.2)):
+        want = plain.translate_nbest(sources, options, 4, **task)
+        got = compiled.translate_nbest(sources, options, 4, **task)
+        assert [[h.text for h in n] for n in got] == \
+            [[h.text for h in n] for n in want]
+        assert [h.score for n in got for h in n] == pytest.approx(
+            [h.score for n in want for h in n], abs=1e-4)
+    assert any(n[0].text for n in want)
+    assert ("xla", options) in compiled._functions
+
+
+def test_xla_compiled_search_pads_the_source_width(ts_model_dir):
+    from gnmt_tf.translator import XLA_WIDTH_MULTIPLE
+
+    model, subwords, _ = load_model(ts_model_dir)
+    compiled = Translator(model, subwords, jit_compile_search=True)
+    options = SearchOptions(beam_size=2, max_length_ratio=1.5)
+    ids, lengths = compiled.tokenize(tf.constant(["A dog runs."]))
+    task = {t.name: tf.constant([v], tf.int32) for t, v in zip(
+        compiled.task_inputs, compiled.task_ids(
+            src_lang="en", tgt_lang="fr", tags=["caption"]).values())}
+    result = compiled.search_ids(ids, lengths, options, **task)
+    width = -(-ids.shape[1] // XLA_WIDTH_MULTIPLE) * XLA_WIDTH_MULTIPLE
+    assert width > ids.shape[1] or ids.shape[1] % XLA_WIDTH_MULTIPLE == 0
+    # The buffers hold the longest output the padded width allows.
+    assert result.ids.shape[2] == min(int(np.ceil(1.5 * width)),
+                                      model.max_target_length or np.inf)
+    assert result.lengths.numpy().max() <= np.ceil(1.5 * int(lengths[0]))
+
+
+def test_xla_compiled_search_refuses_what_it_cannot_compile(ts_model_dir):
+    model, subwords, _ = load_model(ts_model_dir)
+    with pytest.raises(ValueError, match="fixed-size cache"):
+        Translator(model, subwords, jit_compile_search=True,
+                   growing_cache=True)
+    with pytest.raises(ValueError, match="compiles the step too"):
+        Translator(model, subwords, jit_compile_search=True,
+                   jit_compile_step=True)

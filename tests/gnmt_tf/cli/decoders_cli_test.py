@@ -32,6 +32,10 @@ def _translate(args, capsys, stdin_text, monkeypatch):
      "--precision needs --model"),
     (["--model", "m", "--model", "n", "--precision", "mixed_bfloat16"],
      "--precision needs one --model"),
+    (["--tflite", "x.tflite", "--xla"], "--xla needs --model"),
+    (["--model", "m", "--model", "n", "--xla"], "--xla needs one --model"),
+    (["--model", "m", "--xla", "--shortlist", "a"],
+     "--xla compiles the in-process search"),
 ])
 def test_bad_flag_combinations_fail_on_one_line(args, message, capsys,
                                                 monkeypatch, tmp_path):
@@ -103,3 +107,13 @@ def test_server_takes_greedy_as_beam_size_one():
                                       "--decoder", "dfs"])
     with pytest.raises(ValueError, match="--decoder dfs"):
         served_search_options(args)
+
+
+def test_xla_flag_translates_as_the_plain_search(tiny_model_dir, capsys,
+                                                 monkeypatch):
+    sources = "A big dog runs.\nA small cat sleeps.\n\nA dog.\n"
+    runs = [_translate(["--model", str(tiny_model_dir), "--beam-size", "3",
+                        *flags], capsys, sources, monkeypatch)
+            for flags in ([], ["--xla"])]
+    assert runs[0][0] == runs[1][0] == 0
+    assert runs[1][1] == runs[0][1] and len(runs[0][1].splitlines()) == 4

@@ -357,3 +357,45 @@ def test_scalar_max_length_and_empty_source_mask(toy_model, end_id):
                          START_IDS, end_id, beam_size=2, max_lengths=3)
     assert (result.lengths.numpy() <= 3).all()
     assert result.ids.shape[2] == result.lengths.numpy().max()
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("beam_width", [None, 2.0])
+def test_fixed_shapes_search_the_same_and_compile_with_xla(
+        toy_model, end_id, compiled, beam_width):
+    """`max_time` and `attention_width` fix every shape of the search (`T`
+    is `max_time`, untrimmed), so the whole search compiles with XLA; the
+    hypotheses, scores and attention are the default search's."""
+    model = toy_model(3, SOURCE_LENGTHS)
+    kwargs = dict(beam_size=3, num_hypotheses=2, length_penalty=0.6,
+                  coverage_penalty=0.2, beam_width=beam_width)
+    want = _search(model, end_id, **kwargs)
+
+    def fixed():
+        return _search(model, end_id, max_time=6,
+                       attention_width=model.source_size, **kwargs)
+
+    got = (tf.function(fixed, jit_compile=True, autograph=False)()
+           if compiled else fixed())
+    assert got.ids.shape[2] == 6 and got.attention.shape[2] == 6
+    time = want.ids.shape[2]
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_array_equal(got.ids[:, :, :time], want.ids)
+    assert not got.ids.numpy()[:, :, time:].any()
+    assert not got.attention.numpy()[:, :, time:].any()
+    tolerance = 1e-5 if compiled else 0  # XLA may fuse the float sums
+    np.testing.assert_allclose(got.scores, want.scores, atol=tolerance)
+    np.testing.assert_allclose(got.attention[:, :, :time], want.attention,
+                               atol=tolerance)
+
+
+def test_max_time_clips_the_maximum_lengths(toy_model, end_id):
+    model = toy_model(1, SOURCE_LENGTHS)
+    got = _search(model, end_id, beam_size=3, max_time=2)
+    want = _search(model, end_id, beam_size=3,
+                   max_lengths=np.minimum(MAX_LENGTHS, 2))
+    assert got.ids.shape[2] == 2
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_array_equal(got.ids[:, :, :want.ids.shape[2]],
+                                  want.ids)
+    np.testing.assert_array_equal(got.scores, want.scores)

@@ -100,3 +100,21 @@ def test_greedy_without_attention(toy_model, end_id):
     assert (result.lengths.numpy() <= 3).all()
     reference = greedy_search(model.step_fn, state, START_IDS, end_id, 3)
     np.testing.assert_array_equal(result.ids, reference.ids)
+
+
+def test_greedy_with_fixed_shapes_compiles_with_xla(toy_model, end_id):
+    model = toy_model(2, SOURCE_LENGTHS, num_steps=6)
+    state = model.initial_state(START_IDS)
+    want = greedy_search(model.step_fn, state, START_IDS, end_id,
+                         MAX_LENGTHS)
+    got = tf.function(lambda: greedy_search(
+        model.step_fn, state, START_IDS, end_id, MAX_LENGTHS, max_time=5,
+        attention_width=model.source_size), jit_compile=True)()
+    time = want.ids.shape[2]
+    assert got.ids.shape[2] == 5
+    np.testing.assert_array_equal(got.ids[:, :, :time], want.ids)
+    assert not got.ids.numpy()[:, :, time:].any()
+    np.testing.assert_array_equal(got.lengths, want.lengths)
+    np.testing.assert_allclose(got.log_probs, want.log_probs, atol=1e-5)
+    np.testing.assert_allclose(got.attention[:, :, :time], want.attention,
+                               atol=1e-5)
