@@ -65,6 +65,12 @@ def register(subparsers):
         "--warmup", help="file of warm-up sentences, one a line "
                          "(default: two built-in sentences)")
     savedmodel.add_argument(
+        "--xla", action="store_true",
+        help="compile the searches with XLA (one model, no --shortlist): "
+             "faster (README: decoding speed), each new batch shape "
+             "compiles on its first request; tensorflow_model_server needs "
+             "--xla_cpu_compilation_enabled=true")
+    savedmodel.add_argument(
         "--no-alignment-signature", dest="alignment_signature",
         action="store_false",
         help="leave out translate_with_alignment (scores, subwords and "
@@ -174,7 +180,8 @@ def run(args) -> int:
                                  predictors=predictors, weights=weights,
                                  ensemble_mode=mode,
                                  alignment_signature=args.alignment_signature,
-                                 shortlist=shortlist)
+                                 shortlist=shortlist,
+                                 jit_compile_search=args.xla)
         print(f"exported SavedModel to {path}", file=sys.stderr)
         return 0
     if args.action == "tflite":

@@ -294,14 +294,19 @@ class TranslationModule(WeightsModule):
       shortlist: a `gnmt_tf.decoding.shortlist.Shortlist` or None. Both
         translation signatures search each request's batch over its
         shortlist (the table is a constant of the graph).
+      jit_compile_search: bool. The searches compiled with XLA
+        (`Translator`'s option of that name); `tensorflow_model_server`
+        then needs `--xla_cpu_compilation_enabled=true`.
     """
 
     def __init__(self, model, subwords, search_options=SearchOptions(),
                  beam_sizes=DEFAULT_BEAM_SIZES, max_source_length=None,
-                 alignment_signature=True, shortlist=None):
+                 alignment_signature=True, shortlist=None,
+                 jit_compile_search=False):
         super().__init__(model, "translation")
         self.translator = Translator(model, subwords, max_source_length,
-                                     shortlist=shortlist)
+                                     shortlist=shortlist,
+                                     jit_compile_search=jit_compile_search)
         # Tracked so that the SentencePiece resource is saved with the graph.
         self.tokenizer = self.translator.tokenizer
         self.vocabulary = tf.saved_model.Asset(str(subwords.model_path))
@@ -653,7 +658,8 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
                       warmup_sentences=None, beam_sizes=DEFAULT_BEAM_SIZES,
                       max_source_length=None, warmup_task=None,
                       alignment_signature=True, predictors=None,
-                      weights=None, ensemble_mode="loglinear", shortlist=None):
+                      weights=None, ensemble_mode="loglinear", shortlist=None,
+                      jit_compile_search=False):
     """Exports a trained model directory (any model type) as a servable
     SavedModel (written in full before it appears: see `save_module`).
 
@@ -691,6 +697,8 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
         only: an ``lm`` predictor runs in Python and cannot be served).
       shortlist: `(table_path, top_k, frequent)` or None: search over a
         per-batch vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
+      jit_compile_search: bool. Compile the searches with XLA (single
+        models without a shortlist; see `TranslationModule`).
 
     Returns:
       The export directory as a `pathlib.Path`.
@@ -703,6 +711,9 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     export_dir = check_export_dir(export_dir)
     model, subwords, payload, ensemble = _load(model_dir, predictors,
                                                weights, ensemble_mode)
+    if jit_compile_search and ensemble is not None:
+        raise ValueError("an XLA-compiled search exports single models, "
+                         "not ensembles")
     if shortlist is not None:
         from gnmt_tf.decoding.shortlist import Shortlist
         from gnmt_tf.text.lexical_table import read_lexical_table
@@ -713,7 +724,7 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
     module = TranslationModule(model, subwords, search_options, beam_sizes,
                                max_source_length,
                                alignment_signature and ensemble is None,
-                               shortlist)
+                               shortlist, jit_compile_search)
     task = dict(model.default_task if warmup_task is None else warmup_task)
     module.translator.task_ids(**task)  # a bad warm-up task fails here
     if warmup_sentences is None:
@@ -739,6 +750,7 @@ def export_savedmodel(model_dir, export_dir, search_options=None,
         "max_source_length": module.max_source_length,
         "bos_id": module.translator.bos_id,
         "eos_id": module.translator.eos_id,
+        "jit_compile_search": module.translator.jit_compile_search,
     }
     if ensemble is not None:
         metadata["ensemble"] = ensemble

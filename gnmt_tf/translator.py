@@ -272,18 +272,20 @@ class Translator:
         cached per `options`; traced in the model's
         `compiled_step_context()` where it has one."""
         key = ("xla", options)
-        if key not in self._functions:
-            context = getattr(self.model, "compiled_step_context",
-                              contextlib.nullcontext)
+        if _hashable(options) and key in self._functions:
+            return self._functions[key]
+        context = getattr(self.model, "compiled_step_context",
+                          contextlib.nullcontext)
 
-            def search(source_ids, source_lengths, task):
-                with context():
-                    return self._search_ids(source_ids, source_lengths,
-                                            options, task, fixed_shapes=True)
+        def search(source_ids, source_lengths, task):
+            with context():
+                return self._search_ids(source_ids, source_lengths, options,
+                                        task, fixed_shapes=True)
 
-            self._functions[key] = tf.function(search, jit_compile=True,
-                                               autograph=False)
-        return self._functions[key]
+        function = tf.function(search, jit_compile=True, autograph=False)
+        if _hashable(options):  # not with graph tensors (an export's request)
+            self._functions[key] = function
+        return function
 
     def initial_state(self, encoded, max_length):
         """The model's decoding state for `encoded`, with room for
@@ -559,3 +561,11 @@ def _pad_width(source_ids, multiple):
     width = tf.shape(source_ids)[1]
     pad = (multiple - width % multiple) % multiple
     return tf.pad(source_ids, [[0, 0], [0, pad]])
+
+
+def _hashable(value):
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
