@@ -242,6 +242,8 @@ class Translator:
         `jit_compile_search`, `T` is the longest output the padded source
         allows, not the longest hypothesis)."""
         if self.jit_compile_search:
+            if self.shortlist is not None:  # set after construction
+                raise ValueError("jit_compile_search takes no shortlist")
             return self._compiled_search(options)(
                 _pad_width(source_ids, XLA_WIDTH_MULTIPLE), source_lengths,
                 task)

@@ -215,3 +215,8 @@ def test_xla_compiled_search_refuses_what_it_cannot_compile(ts_model_dir):
     with pytest.raises(ValueError, match="compiles the step too"):
         Translator(model, subwords, jit_compile_search=True,
                    jit_compile_step=True)
+    compiled = Translator(model, subwords, jit_compile_search=True)
+    compiled.shortlist = object()  # as the CLI sets one, after construction
+    ids, lengths = compiled.tokenize(tf.constant(["A dog."]))
+    with pytest.raises(ValueError, match="takes no shortlist"):
+        compiled.search_ids(ids, lengths, SearchOptions())
