@@ -19,15 +19,14 @@ matmuls (AVX-512 BF16, AMX): the JSON records the SIMD flags. Writes
 
 import pathlib
 import sys
-import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from gnmt_tf.config import PRECISIONS  # noqa: E402
-from growing_cache import (TASK, measure, paired_entry,  # noqa: E402
-                           parse_args, sentences_for, write_result)
+from growing_cache import (compare_settings, parse_args,  # noqa: E402
+                           write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "bfloat16_decoding.json"
 
@@ -36,26 +35,12 @@ def main(argv=None):
     args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
                                    repeats=2)
 
-    from gnmt_tf.data import corpus
-    from gnmt_tf.translator import SearchOptions, Translator
+    from gnmt_tf.translator import Translator
 
     translators = {p: Translator.from_model_dir(args.model, precision=p)
                    for p in PRECISIONS}
-    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
-        args.data_dir, "test_2016_flickr", lang))[:args.sentences]
-    sources, references = read(TASK["src_lang"]), read(TASK["tgt_lang"])
-    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    result = {}
-    for batch_size in batch_sizes:
-        count = len(sentences_for(sources, batch_size))
-        runs = measure(translators, sources[:count], options, batch_size,
-                       args.repeats, clock)
-        entry = paired_entry(
-            runs, count, "float32", "mixed_bfloat16", "bfloat16_speedup",
-            references[:count] if batch_size > 1 else None)
-        result[f"batch{batch_size}"] = entry
-        print(f"batch {batch_size}: {entry}", flush=True)
+    result = compare_settings(translators, args, batch_sizes, "float32",
+                              "mixed_bfloat16", "bfloat16_speedup")
     write_result(result, args, "bfloat16_decoding.py", argv)
     return 0
 

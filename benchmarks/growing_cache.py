@@ -38,10 +38,12 @@ RESULT = REPO_ROOT / "benchmarks" / "results" / "growing_cache.json"
 TASK = {"src_lang": "en", "tgt_lang": "de", "tags": ["caption"]}
 
 
-def measure(translators, sources, options, batch_size, repeats, clock):
+def measure(translators, sources, options, batch_size, repeats, clock,
+            warm_up=True):
     """`{name: (outputs, [seconds...])}`, the settings alternating (in
-    reverse order every other repeat, so that none always runs first)."""
-    for translator in translators.values():  # trace once per setting
+    reverse order every other repeat, so that none always runs first);
+    with `warm_up`, each setting first translates one batch untimed."""
+    for translator in translators.values() if warm_up else ():
         translator.translate(sources[:batch_size], options, batch_size,
                              **TASK)
     results = {name: (None, []) for name in translators}
@@ -135,35 +137,63 @@ def parse_args(description, argv, output, repeats, extra=()):
     return args, batch_sizes
 
 
-def main(argv=None):
-    args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
-                                   repeats=3)
-
+def test_sentences(args):
+    """`(sources, references)`: the first `--sentences` lines of
+    test_2016_flickr, both sides of `TASK`'s direction."""
     from gnmt_tf.data import corpus
-    from gnmt_tf.model_dir import load_model
-    from gnmt_tf.translator import SearchOptions, Translator
 
-    model, subwords, _ = load_model(args.model)
-    translators = {"fixed": Translator(model, subwords, growing_cache=False),
-                   "growing": Translator(model, subwords, growing_cache=True)}
-    sources = corpus.read_lines(corpus.split_path(
-        args.data_dir, "test_2016_flickr", "en"))[:args.sentences]
+    def read(lang):
+        return corpus.read_lines(corpus.split_path(
+            args.data_dir, "test_2016_flickr", lang))[:args.sentences]
+
+    return read(TASK["src_lang"]), read(TASK["tgt_lang"])
+
+
+def compare_settings(translators, args, batch_sizes, before, after,
+                     speedup_key, bleu=True, first_pass=False, label=""):
+    """`{"batch{B}": entry}`: the two settings' `translators` timed side by
+    side (`measure`) on the test sentences at each batch size, as
+    `paired_entry` reports them (sacreBLEU where all the sentences are
+    translated, with `bleu`). With `first_pass`, an untimed pass over the
+    timed sentences comes first and its seconds are reported as
+    `first_pass_seconds` (tracing; under XLA, compiling each shape)."""
+    from gnmt_tf.translator import SearchOptions
+
+    sources, references = test_sentences(args)
     options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     result = {}
     for batch_size in batch_sizes:
         subset = sentences_for(sources, batch_size)
+        passes = {}
+        for name, translator in translators.items() if first_pass else ():
+            start = clock()
+            translator.translate(subset, options, batch_size, **TASK)
+            passes[name] = round(clock() - start, 2)
         runs = measure(translators, subset, options, batch_size,
-                       args.repeats, clock)
-        median, timing = timings(runs)
-        fixed, growing = runs["fixed"][0], runs["growing"][0]
-        result[f"batch{batch_size}"] = {
-            "sentences": len(subset), **timing,
-            "speedup": round(median["fixed"] / median["growing"], 3),
-            "identical_outputs": sum(a == b for a, b in zip(fixed, growing)),
-        }
-        print(f"batch {batch_size}: {result[f'batch{batch_size}']}",
-              flush=True)
+                       args.repeats, clock, warm_up=not first_pass)
+        entry = paired_entry(
+            runs, len(subset), before, after, speedup_key,
+            references if bleu and len(subset) == len(sources) else None)
+        if passes:
+            entry["first_pass_seconds"] = passes
+        result[f"batch{batch_size}"] = entry
+        print(f"{label}batch {batch_size}: {entry}", flush=True)
+    return result
+
+
+def main(argv=None):
+    args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
+                                   repeats=3)
+
+    from gnmt_tf.model_dir import load_model
+    from gnmt_tf.translator import Translator
+
+    model, subwords, _ = load_model(args.model)
+    translators = {"fixed": Translator(model, subwords, growing_cache=False),
+                   "growing": Translator(model, subwords, growing_cache=True)}
+    result = compare_settings(translators, args, batch_sizes, "fixed",
+                              "growing", "speedup", bleu=False)
     write_result(result, args, "growing_cache.py", argv)
     return 0
 

@@ -20,14 +20,13 @@ are translated. Writes `benchmarks/results/one_query_attention.json`.
 import pathlib
 import sys
 import tempfile
-import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from growing_cache import (TASK, measure, paired_entry,  # noqa: E402
-                           parse_args, sentences_for, write_result)
+from growing_cache import (compare_settings, parse_args,  # noqa: E402
+                           write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "one_query_attention.json"
 ENGINES = ("translator", "tflite")
@@ -79,14 +78,8 @@ def main(argv=None):
     if not engines or not set(engines) <= set(ENGINES):
         sys.exit(f"--engines: choose from {', '.join(ENGINES)}")
 
-    from gnmt_tf.data import corpus
-    from gnmt_tf.translator import SearchOptions, Translator
+    from gnmt_tf.translator import Translator
 
-    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
-        args.data_dir, "test_2016_flickr", lang))[:args.sentences]
-    sources, references = read(TASK["src_lang"]), read(TASK["tgt_lang"])
-    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     result = {}
     with tempfile.TemporaryDirectory() as work:
         for engine in engines:
@@ -96,15 +89,9 @@ def main(argv=None):
                                for name, on in SETTINGS.items()}
             else:
                 translators = tflite_translators(args.model, work)
-            for batch_size in batch_sizes:
-                count = len(sentences_for(sources, batch_size))
-                runs = measure(translators, sources[:count], options,
-                               batch_size, args.repeats, clock)
-                entry = paired_entry(
-                    runs, count, "einsum", "products", "products_speedup",
-                    references if count == len(sources) else None)
-                result.setdefault(engine, {})[f"batch{batch_size}"] = entry
-                print(f"{engine} batch {batch_size}: {entry}", flush=True)
+            result[engine] = compare_settings(
+                translators, args, batch_sizes, "einsum", "products",
+                "products_speedup", label=f"{engine} ")
     write_result(result, args, "one_query_attention.py", argv,
                  engines=engines)
     return 0

@@ -22,14 +22,13 @@ sacreBLEU where all sentences are translated. Writes
 
 import pathlib
 import sys
-import time
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from growing_cache import (TASK, measure, paired_entry,  # noqa: E402
-                           parse_args, sentences_for, write_result)
+from growing_cache import (compare_settings, parse_args,  # noqa: E402
+                           write_result)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "xla_search.json"
 
@@ -38,36 +37,15 @@ def main(argv=None):
     args, batch_sizes = parse_args(__doc__.split("\n")[0], argv, RESULT,
                                    repeats=3)
 
-    from gnmt_tf.data import corpus
     from gnmt_tf.model_dir import load_model
-    from gnmt_tf.translator import (SearchOptions, Translator,
-                                    XLA_WIDTH_MULTIPLE)
+    from gnmt_tf.translator import Translator, XLA_WIDTH_MULTIPLE
 
     model, subwords, _ = load_model(args.model)
     translators = {"plain": Translator(model, subwords),
                    "xla": Translator(model, subwords,
                                      jit_compile_search=True)}
-    read = lambda lang: corpus.read_lines(corpus.split_path(  # noqa: E731
-        args.data_dir, "test_2016_flickr", lang))[:args.sentences]
-    sources, references = read(TASK["src_lang"]), read(TASK["tgt_lang"])
-    options = SearchOptions(beam_size=args.beam_size, length_penalty=0.6)
-    clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    result = {}
-    for batch_size in batch_sizes:
-        subset = sentences_for(sources, batch_size)
-        first_pass = {}
-        for name, translator in translators.items():
-            start = clock()
-            translator.translate(subset, options, batch_size, **TASK)
-            first_pass[name] = round(clock() - start, 2)
-        runs = measure(translators, subset, options, batch_size,
-                       args.repeats, clock)
-        entry = paired_entry(
-            runs, len(subset), "plain", "xla", "xla_speedup",
-            references if len(subset) == len(sources) else None)
-        entry["first_pass_seconds"] = first_pass
-        result[f"batch{batch_size}"] = entry
-        print(f"batch {batch_size}: {entry}", flush=True)
+    result = compare_settings(translators, args, batch_sizes, "plain", "xla",
+                              "xla_speedup", first_pass=True)
     write_result(result, args, "xla_search.py", argv,
                  width_multiple=XLA_WIDTH_MULTIPLE)
     return 0

@@ -114,6 +114,25 @@ def test_xla_compiled_step_translates_the_same(translator, tiny_model_dir,
             [h[0].score for h in want], abs=1e-4)
 
 
+# Greedy, and a beam returning two hypotheses with a coverage penalty.
+NBEST_OPTIONS = (SearchOptions(beam_size=1),
+                 SearchOptions(beam_size=3, num_hypotheses=2,
+                               coverage_penalty=0.2))
+
+
+def _assert_same_nbest(want_translator, got_translator, sources, task):
+    """Both translators give `sources` the same n-best texts and scores
+    with each of `NBEST_OPTIONS`; returns the last n-best lists."""
+    for options in NBEST_OPTIONS:
+        want = want_translator.translate_nbest(sources, options, 4, **task)
+        got = got_translator.translate_nbest(sources, options, 4, **task)
+        assert [[h.text for h in n] for n in got] == \
+            [[h.text for h in n] for n in want]
+        assert [h.score for n in got for h in n] == pytest.approx(
+            [h.score for n in want for h in n], abs=1e-4)
+    return want
+
+
 def test_growing_cache_is_the_transformer_default_and_translates_the_same(
         ts_model_dir, multiway_dir):
     """The task-space Transformer searches with a growing KV cache by
@@ -127,15 +146,7 @@ def test_growing_cache_is_the_transformer_default_and_translates_the_same(
     with gzip.open(multiway_dir / "train.en.gz", "rt") as lines:
         sources = [next(lines).strip() for _ in range(10)]
     task = dict(src_lang="en", tgt_lang="fr", tags=["caption"])
-    for options in (SearchOptions(beam_size=1),
-                    SearchOptions(beam_size=3, num_hypotheses=2,
-                                  coverage_penalty=0.2)):
-        want = fixed.translate_nbest(sources, options, 4, **task)
-        got = growing.translate_nbest(sources, options, 4, **task)
-        assert [[h.text for h in n] for n in got] == \
-            [[h.text for h in n] for n in want]
-        assert [h.score for n in got for h in n] == pytest.approx(
-            [h.score for n in want for h in n], abs=1e-4)
+    want = _assert_same_nbest(fixed, growing, sources, task)
     assert any(n[0].text for n in want)  # a real output, not all empty
 
 
@@ -175,17 +186,9 @@ def test_xla_compiled_search_translates_the_same(name, tiny_model_dir,
     plain = Translator(model, subwords)
     compiled = Translator(model, subwords, jit_compile_search=True)
     assert not compiled.growing_cache
-    for options in (SearchOptions(beam_size=1),
-                    SearchOptions(beam_size=3, num_hypotheses=2,
-                                  coverage_penalty=0.2)):
-        want = plain.translate_nbest(sources, options, 4, **task)
-        got = compiled.translate_nbest(sources, options, 4, **task)
-        assert [[h.text for h in n] for n in got] == \
-            [[h.text for h in n] for n in want]
-        assert [h.score for n in got for h in n] == pytest.approx(
-            [h.score for n in want for h in n], abs=1e-4)
+    want = _assert_same_nbest(plain, compiled, sources, task)
     assert any(n[0].text for n in want)
-    assert ("xla", options) in compiled._functions
+    assert ("xla", NBEST_OPTIONS[-1]) in compiled._functions
 
 
 def test_xla_compiled_search_pads_the_source_width(ts_model_dir):
