@@ -44,7 +44,14 @@ behind each figure are in ``best_threads``). The CPU's SIMD flags
 (AVX2, AVX-512, AMX, VNNI) are recorded with the figures.
 
     python benchmarks/task_space_decode_speed.py [--thread-counts 1,2] \\
-        [--source-length 20] [--output-length 20] [--repeats 3] [--bfloat16]
+        [--source-length 20] [--output-length 20] [--repeats 3] [--bfloat16] \\
+        [--rounds 1] [--only xla_search,ctranslate2,...]
+
+With `--rounds N` every setting is timed N times, the settings taking turns
+(every other round in reverse order), and each key reports its median
+round; ``rounds`` keeps every round's figure and ``ratio_rounds`` every
+round's ratio of the two engines, measured minutes apart rather than a
+whole run apart. `--only` times some of the settings (`SETTINGS`).
 
 Writes `benchmarks/results/task_space_decode_speed.json`, keeping the
 ``earlier*`` entries already there (`--keep-previous-as NAME` also files
@@ -82,6 +89,16 @@ RESULT = REPO_ROOT / "benchmarks" / "results" / "task_space_decode_speed.json"
 BEAM = 4
 TASK = ("en", "de", ("caption",))
 NO_END_ID = -1  # never produced: every hypothesis runs to the fixed length
+# What `--only` can select, in the order they run within a round.
+SETTINGS = ("ours", "fixed_cache", "xla_search", "bfloat16", "ctranslate2",
+            "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
+            "nocache")
+
+
+def _median(speeds):
+    """The median of a key's rounds (None where no round measured it)."""
+    speeds = [s for s in speeds if s is not None]
+    return statistics.median(speeds) if speeds else None
 
 
 def _inputs(config, batch, source_length, seed):
@@ -297,6 +314,13 @@ def main(argv=None):
                         help="also time ours computing in bfloat16 "
                              "(ours_bfloat16_*; CTranslate2 has no bfloat16 "
                              "on CPU)")
+    parser.add_argument("--rounds", type=positive_int, default=1,
+                        help="time every setting this many times, the "
+                             "settings taking turns; report each key's "
+                             "median round and every round's ratios")
+    parser.add_argument("--only", default=None,
+                        help="comma-separated settings to time (default: "
+                             "all): " + ",".join(SETTINGS))
     parser.add_argument("--output", default=str(RESULT))
     parser.add_argument("--keep-previous-as", default=None,
                         help="file the output's previous figures under this "
@@ -318,10 +342,19 @@ def main(argv=None):
     tf.config.threading.set_inter_op_parallelism_threads(counts[0])
     tf.random.set_seed(0)
     model = TaskSpaceTranslationModel.from_preset(args.preset, dropout=0.0)
-    results, best_threads = {}, {}
+    only = set(args.only.split(",")) if args.only else None
+    if only and not only <= set(SETTINGS):
+        parser.error(f"--only: unknown settings "
+                     f"{sorted(only - set(SETTINGS))}; known: {SETTINGS}")
+    wanted = [name for name in SETTINGS if not only or name in only]
+    if args.skip_no_cache and "nocache" in wanted:
+        wanted.remove("nocache")
+    if not args.bfloat16 and "bfloat16" in wanted:
+        wanted.remove("bfloat16")
+    rounds, threads_used = {}, {}
 
     def best(key, measure):
-        """Runs `measure(threads)` at each count; keeps the best."""
+        """Runs `measure(threads)` at each count; files the best."""
         speeds = {}
         for threads in counts:
             try:
@@ -329,10 +362,11 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001  (reported in the JSON)
                 print(f"{key} threads {threads}: {e}", file=sys.stderr)
         if not speeds:
-            results[key] = None
+            rounds.setdefault(key, []).append(None)
             return
         threads = max(speeds, key=speeds.get)
-        results[key], best_threads[key] = speeds[threads], threads
+        rounds.setdefault(key, []).append(speeds[threads])
+        threads_used.setdefault(key, []).append(threads)
         print(f"{key}: {speeds[threads]:.1f} tok/s ({threads} threads; "
               f"all: {speeds})", flush=True)
 
@@ -349,63 +383,92 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         engines = {}
-        for compute_type in ("default", "int8"):
-            for threads in counts:
+        for compute_type, name in (("default", "ctranslate2"),
+                                   ("int8", "ctranslate2_int8")):
+            for threads in counts if name in wanted else ():
                 engines[compute_type, threads], engine_names[compute_type] = (
                     build_ctranslate2(model, tmp / "m", threads,
                                       compute_type))
         tflite_paths = {}
         for quantization, name in (("float32", "float32"),
                                    ("dynamic_range", "int8_weights")):
+            if f"tflite_{name}" not in wanted:
+                continue
             try:
                 tflite_paths[name] = build_tflite(model, tmp, quantization)
             except Exception as e:  # noqa: BLE001  (reported in the JSON)
                 print(f"TFLite {quantization} export failed: {e}",
                       file=sys.stderr)
+        caches = {"ours": "growing", "fixed_cache": "fixed",
+                  "xla_search": "xla", "bfloat16": "bfloat16",
+                  "nocache": "none"}
+        settings = []  # (key, measure), in SETTINGS order per batch size
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
-            best(f"ours_{key}", ours(batch, "growing"))
-            best(f"ours_fixed_cache_{key}", ours(batch, "fixed"))
-            best(f"ours_xla_search_{key}", ours(batch, "xla"))
-            if args.bfloat16:
-                best(f"ours_bfloat16_{key}", ours(batch, "bfloat16"))
-            for compute_type, prefix in (("default", "ctranslate2"),
-                                         ("int8", "ctranslate2_int8")):
-                if engines[compute_type, counts[0]] is None:
-                    results[f"{prefix}_{key}"] = None
-                    continue
-                best(f"{prefix}_{key}", lambda threads: bench_ctranslate2(
-                    engines[compute_type, threads], model, batch, args))
-            for name, path in tflite_paths.items():
-                best(f"ours_tflite_{name}_{key}",
-                     lambda threads, path=path: bench_tflite(
-                         path, model, batch, args, threads))
-            if not args.skip_no_cache:
-                best(f"ours_nocache_{key}", ours(batch, "none"))
-            if results.get(f"ours_{key}") and results.get(
-                    f"ours_fixed_cache_{key}"):
-                results[f"growing_over_fixed_cache_{key}"] = round(
-                    results[f"ours_{key}"]
-                    / results[f"ours_fixed_cache_{key}"], 3)
-            for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
-                                      (f"ours_xla_search_{key}",
-                                       f"ctranslate2_{key}"),
-                                      (f"ours_bfloat16_{key}",
-                                       f"ctranslate2_{key}"),
-                                      (f"ours_tflite_float32_{key}",
-                                       f"ctranslate2_{key}"),
-                                      (f"ours_tflite_int8_weights_{key}",
-                                       f"ctranslate2_int8_{key}")):
-                if results.get(ours_key) and results.get(ct2_key):
-                    results[f"{ours_key}_over_{ct2_key}"] = round(
-                        results[ours_key] / results[ct2_key], 3)
+            for name in wanted:
+                if name in caches:
+                    settings.append((
+                        f"ours_{key}" if name == "ours" else
+                        f"ours_{name}_{key}", ours(batch, caches[name])))
+                elif name.startswith("ctranslate2"):
+                    compute_type = "int8" if name.endswith("int8") else (
+                        "default")
+                    if engines.get((compute_type, counts[0])) is None:
+                        continue
+                    settings.append((f"{name}_{key}", lambda threads, c=(
+                        compute_type), b=batch: bench_ctranslate2(
+                            engines[c, threads], model, b, args)))
+                elif name[len("tflite_"):] in tflite_paths:
+                    settings.append((
+                        f"ours_{name}_{key}",
+                        lambda threads, b=batch, path=tflite_paths[
+                            name[len("tflite_"):]]: bench_tflite(
+                                path, model, b, args, threads)))
+        # Rounds take turns, every other one in reverse order, so that no
+        # setting always runs first or last as the machine's load drifts.
+        for turn in range(args.rounds):
+            for key, measure in settings[::-1] if turn % 2 else settings:
+                best(key, measure)
+    results = {key: _median(speeds) for key, speeds in rounds.items()}
+    best_threads = {key: max(set(used), key=used.count)
+                    for key, used in threads_used.items()}
+    ratio_rounds = {}
+    for batch in (int(b) for b in args.batch_sizes.split(",")):
+        key = f"beam{BEAM}_batch{batch}"
+        if results.get(f"ours_{key}") and results.get(
+                f"ours_fixed_cache_{key}"):
+            results[f"growing_over_fixed_cache_{key}"] = round(
+                results[f"ours_{key}"]
+                / results[f"ours_fixed_cache_{key}"], 3)
+        for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                  (f"ours_xla_search_{key}",
+                                   f"ctranslate2_{key}"),
+                                  (f"ours_bfloat16_{key}",
+                                   f"ctranslate2_{key}"),
+                                  (f"ours_tflite_float32_{key}",
+                                   f"ctranslate2_{key}"),
+                                  (f"ours_tflite_int8_weights_{key}",
+                                   f"ctranslate2_int8_{key}")):
+            if results.get(ours_key) and results.get(ct2_key):
+                ratio = f"{ours_key}_over_{ct2_key}"
+                results[ratio] = round(results[ours_key]
+                                       / results[ct2_key], 3)
+                ratio_rounds[ratio] = [
+                    None if None in (a, b) else round(a / b, 3)
+                    for a, b in zip(rounds[ours_key], rounds[ct2_key])]
+    if args.rounds > 1:
+        results["rounds"] = {key: [None if v is None else round(v, 1)
+                                   for v in speeds]
+                             for key, speeds in rounds.items()}
+        results["ratio_rounds"] = ratio_rounds
     c = model.config
     results["command"] = " ".join(
         ["python", "benchmarks/task_space_decode_speed.py"]
         + [shlex.quote(a) for a in (argv if argv is not None
                                     else sys.argv[1:])])
     results["settings"] = {
-        "unit": "target tokens/s (best hypothesis), median call",
+        "unit": "target tokens/s (best hypothesis), median call "
+                "(with rounds > 1: the median round)",
         "preset": args.preset,
         "model": {"num_layers": c.num_layers, "num_heads": c.num_heads,
                   "hidden_dim": c.hidden_dim,
@@ -413,6 +476,7 @@ def main(argv=None):
                   "vocabulary_size": c.vocabulary_size},
         "beam_size": BEAM, "source_length": args.source_length,
         "output_length": args.output_length, "repeats": args.repeats,
+        "rounds": args.rounds,
         "thread_counts": counts, "best_threads": best_threads,
         "simd_flags": simd_flags(), "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
