@@ -102,7 +102,8 @@ STEP_RESERVED_NAMES = ("ids", "log_probs", "attention")
 
 def make_step_functions(model, encode_batch_size=None, step_source_length=None,
                         encode_fn=None, encode_specs=None, cache_length=None,
-                        growing_cache=False, log_softmax=None):
+                        growing_cache=False, log_softmax=None,
+                        cache_block=None):
     """The `encode` and `decode_step` functions of a step-function model.
 
     Both are concrete functions with flat keyword inputs and dict outputs, as
@@ -141,18 +142,36 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         (the same model arithmetic as `model.step` but this last op), for
         models that split their `step` so (`Seq2SeqModel`). None, or a
         model without the split: `model.step`'s own.
+      cache_block: int or None. For models with `supports_growing_cache`:
+        the fixed-size cache layout (`model.initial_state(encoded,
+        length)`, written at each row's `time`), but of any length:
+        `encode` returns it as `cache_block` zero positions and
+        `decode_step` takes it with its time axis unknown and returns it
+        at the length it was given. Callers lengthen it by `cache_block`
+        zero positions before a step that would write past its end
+        (`gnmt_tf.tflite_runtime`), so the step's shapes change once every
+        `cache_block` steps, not at every step as with `growing_cache`.
+        `cache_length` and `growing_cache` must then be unset.
 
     Returns:
       `(encode, decode_step)`.
 
     Raises:
       ValueError: a state tensor is named like a `decode_step` input/output,
-        or `growing_cache` for a model without one or with `cache_length`.
+        or `growing_cache` or `cache_block` for a model without a growing
+        cache, with `cache_length`, or together.
     """
-    if growing_cache and not getattr(model, "supports_growing_cache", False):
+    if ((growing_cache or cache_block is not None)
+            and not getattr(model, "supports_growing_cache", False)):
         raise ValueError(f"{type(model).__name__} has no growing cache")
     if growing_cache and cache_length is not None:
         raise ValueError("a growing cache has no cache_length")
+    if cache_block is not None and (growing_cache
+                                    or cache_length is not None):
+        raise ValueError("cache_block takes neither growing_cache nor "
+                         "cache_length")
+    if cache_block is not None and int(cache_block) < 1:
+        raise ValueError(f"cache_block must be >= 1, got {cache_block}")
     if encode_fn is None:
         encode_fn = model.encode
         encode_specs = [tf.TensorSpec([encode_batch_size, None], tf.int32,
@@ -160,12 +179,17 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
     # The nesting of the state, to rebuild it from flat signature inputs;
     # recorded while `encode` is traced.
     template = {}
-    empty = {}  # name -> TensorSpec of the state left out of `encode`
+    # name -> TensorSpec of a cache entry whose time axis decode_step takes
+    # at any length: left out of `encode` (growing), or returned by it with
+    # `cache_block` positions.
+    empty = {}
 
     def encode_body(*inputs):
         encoded = encode_fn(*inputs)
         if growing_cache:
             state = model.initial_state(encoded, growing_cache=True)
+        elif cache_block is not None:  # found as empty, then filled below
+            state = model.initial_state(encoded, 0)
         elif cache_length is None:
             state = model.initial_state(encoded)
         else:
@@ -173,12 +197,18 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         template.update(tf.nest.map_structure(lambda _: None, state))
         flat = flatten_state(state)
         for name, value in list(flat.items()):
-            if 0 in value.shape[1:]:  # a growing cache's empty time axis
+            if 0 in value.shape[1:]:  # a cache's time axis, empty
+                dims = value.shape[1:].as_list()
                 empty[name] = tf.TensorSpec(
-                    [None] + [None if d == 0 else d
-                              for d in value.shape[1:].as_list()],
+                    [None] + [None if d == 0 else d for d in dims],
                     value.dtype, name=name)
-                del flat[name]
+                if cache_block is None:
+                    del flat[name]
+                else:
+                    flat[name] = tf.zeros(
+                        tf.concat([tf.shape(value)[:1],
+                                   [int(cache_block) if d == 0 else d
+                                    for d in dims]], 0), value.dtype)
         return flat
 
     encode = tf.function(encode_body, autograph=False,

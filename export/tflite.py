@@ -59,6 +59,17 @@ class StepModule(WeightsModule):
     each `decode_step`. The host resizes the interpreter's inputs as the
     shapes change (`gnmt_tf.tflite_runtime`).
 
+    `cache_block` (a model with a growing cache) keeps the interpreter
+    from reallocating its tensors at every step, which at a batch of one
+    sentence costs as much as a fifth of an int8 step: the cache has the
+    fixed-size layout (written at each row's position, later positions
+    masked) but grows `cache_block` positions at a time, on the host
+    (`gnmt_tf.tflite_runtime`), so shapes change once every `cache_block`
+    steps. Each step then attends to up to `cache_block - 1` unused
+    positions too, which costs more than the reallocations save at large
+    batches (`benchmarks/tflite_cache_block.py`): for latency, one
+    sentence at a time.
+
     `fixed_shapes` gives runtimes that cannot resize inputs a
     `decode_step` whose source-length state is `max_source_length` long
     (the host zero-pads `encode`'s outputs to it) and whose cache holds
@@ -77,23 +88,27 @@ class StepModule(WeightsModule):
       fixed_shapes: bool. See above.
       batched_encode: bool. False keeps `encode` at one sentence.
       log_softmax: callable or None. See `make_step_functions`.
+      cache_block: int or None. See above (`make_step_functions`).
     """
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None, fixed_shapes=False,
-                 batched_encode=True, log_softmax=None):
+                 batched_encode=True, log_softmax=None, cache_block=None):
         super().__init__(model, "steps")
         batch = (None if batched_encode
                  and getattr(model, "exports_encode_at_any_batch", False)
                  else 1)
         encode, specs = task_encode_function(model, batch_size=batch)
-        growing = growing_cache(model, fixed_shapes, max_target_length)
+        growing = growing_cache(model, fixed_shapes, max_target_length,
+                                cache_block)
         self.encode, self.decode_step = make_step_functions(
             model, encode_batch_size=batch,
             step_source_length=max_source_length if fixed_shapes else None,
             encode_fn=encode, encode_specs=specs,
-            cache_length=None if growing else max_target_length,
-            growing_cache=growing, log_softmax=log_softmax)
+            cache_length=(None if growing or cache_block is not None
+                          else max_target_length),
+            growing_cache=growing, log_softmax=log_softmax,
+            cache_block=cache_block)
 
     def signatures(self):
         return {"encode": self.encode, "decode_step": self.decode_step}
@@ -118,11 +133,30 @@ def log_softmax_through_softmax(logits):
     return logits - (top - tf.math.log(top_probability))
 
 
-def growing_cache(model, fixed_shapes=False, max_target_length=None):
-    """Whether a model's export gets a growing cache: where the model has
-    one, unless `fixed_shapes` or a cache length is asked for."""
+def growing_cache(model, fixed_shapes=False, max_target_length=None,
+                  cache_block=None):
+    """Whether a model's export gets a growing cache (one position a
+    step): where the model has one, unless `fixed_shapes`, a cache length
+    or a `cache_block` is asked for."""
     return bool(getattr(model, "supports_growing_cache", False)
-                and not fixed_shapes and max_target_length is None)
+                and not fixed_shapes and max_target_length is None
+                and cache_block is None)
+
+
+def check_cache_block(model, cache_block, fixed_shapes=False,
+                      max_target_length=None):
+    """Raises a ValueError where `cache_block` cannot apply: below 1, a
+    model without a growing cache, or with a fixed shape or length."""
+    if cache_block is None:
+        return
+    if int(cache_block) < 1:
+        raise ValueError(f"cache_block must be >= 1, got {cache_block}")
+    if not getattr(model, "supports_growing_cache", False):
+        raise ValueError(f"{type(model).__name__} has no growing cache, "
+                         "so no cache_block")
+    if fixed_shapes or max_target_length is not None:
+        raise ValueError("cache_block is for the default shapes: not with "
+                         "fixed_shapes or max_target_length")
 
 
 def default_lengths(model, max_source_length=None, max_target_length=None):
@@ -161,11 +195,12 @@ def default_lengths(model, max_source_length=None, max_target_length=None):
 
 
 def export_lengths(model, max_source_length=None, max_target_length=None,
-                   fixed_shapes=False):
+                   fixed_shapes=False, cache_block=None):
     """`default_lengths`, with no cache length `T` where the export gets
-    a growing cache (`growing_cache`)."""
+    a growing cache (`growing_cache`) or grows it in blocks."""
     lengths = default_lengths(model, max_source_length, max_target_length)
-    if growing_cache(model, fixed_shapes, max_target_length):
+    if (growing_cache(model, fixed_shapes, max_target_length)
+            or cache_block is not None):
         return lengths[0], None
     return lengths
 
@@ -186,7 +221,7 @@ def check_quantization(quantization):
 
 def convert(model, quantization="float32", max_source_length=None,
             max_target_length=None, share_table=True, fixed_shapes=False,
-            attention_products=True):
+            attention_products=True, cache_block=None):
     """Converts a `Seq2SeqModel` to a two-signature TFLite flatbuffer.
 
     Args:
@@ -202,15 +237,18 @@ def convert(model, quantization="float32", max_source_length=None,
         (`task_space.cached_multi_head_attention.one_query_products`):
         1.21x faster translation at batch 32 and 1.10x at batch 1 on the
         shipped model, same outputs (`benchmarks/one_query_attention.py`).
+      cache_block: int or None. See `StepModule`.
 
     Returns:
       The TFLite model as `bytes`.
 
     Raises:
-      ValueError: an unknown `quantization`, bad lengths, or ``int8`` for a
-        model without fake quantization.
+      ValueError: an unknown `quantization`, bad lengths, a `cache_block`
+        that cannot apply (`check_cache_block`), or ``int8`` for a model
+        without fake quantization.
     """
     check_quantization(quantization)
+    check_cache_block(model, cache_block, fixed_shapes, max_target_length)
     table = None
     if quantization == "int8":
         from export.quantization import qat_layers  # tfmot: int8 only
@@ -227,10 +265,12 @@ def convert(model, quantization="float32", max_source_length=None,
     with one_query_products(attention_products):  # read as steps trace
         module = StepModule(
             model, *export_lengths(model, max_source_length,
-                                   max_target_length, fixed_shapes),
+                                   max_target_length, fixed_shapes,
+                                   cache_block),
             fixed_shapes=fixed_shapes, batched_encode=quantization != "int8",
             log_softmax=(None if quantization == "int8"
-                         else log_softmax_through_softmax))
+                         else log_softmax_through_softmax),
+            cache_block=cache_block)
         return convert_module(module, quantization, table)
 
 
@@ -280,14 +320,15 @@ def int8_report(model_path):
 
 
 def export_metadata(model, payload, max_source_length, max_target_length,
-                    fixed_shapes=False):
+                    fixed_shapes=False, cache_block=None):
     """The `model.json` dict a host translator reads: the task inputs, the
     source prefix, a default task, the lengths (`export_lengths`), the
     shapes, and the model directory's own entries
     (`directory_metadata`)."""
     prefix = model.source_prefix
-    growing = growing_cache(model, fixed_shapes, max_target_length)
-    if growing:  # no cache length: the model's own limit
+    growing = growing_cache(model, fixed_shapes, max_target_length,
+                            cache_block)
+    if growing or cache_block is not None:  # the model's own limit
         output_length = model.max_target_length
     else:
         output_length = (None if max_target_length is None else
@@ -307,6 +348,7 @@ def export_metadata(model, payload, max_source_length, max_target_length,
         "max_target_length": max_target_length,
         "fixed_shapes": bool(fixed_shapes),
         "growing_cache": growing,
+        "cache_block": cache_block,
         # Where the host stops: the cache, or the model's own limit.
         "max_output_length": output_length,
     }
@@ -314,7 +356,8 @@ def export_metadata(model, payload, max_source_length, max_target_length,
 
 def export_tflite(model_dir, out_dir, quantization="float32",
                   max_source_length=None, max_target_length=None,
-                  fixed_shapes=False, attention_products=True):
+                  fixed_shapes=False, attention_products=True,
+                  cache_block=None):
     """Writes a trained model directory's TFLite model, vocabulary and
     `model.json` (any model type).
 
@@ -337,14 +380,15 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         `default_lengths` (a `max_target_length` gives a fixed cache).
       fixed_shapes: bool. See `StepModule`.
       attention_products: bool. See `convert`.
+      cache_block: int or None. See `StepModule`.
 
     Returns:
       `{"model": Path of model_<quantization>.tflite, "vocabulary": Path of
       spm.model, "metadata": Path of model.json}`.
 
     Raises:
-      ValueError: an unknown `quantization`, bad lengths, or ``int8`` for
-        a float model directory.
+      ValueError: an unknown `quantization`, bad lengths, a `cache_block`
+        that cannot apply, or ``int8`` for a float model directory.
     """
     check_quantization(quantization)
     if quantization != "int8" and _is_qat_dir(model_dir):
@@ -353,11 +397,13 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         model, subwords, payload = load_float_from_qat(model_dir)
     else:
         model, subwords, payload = model_dir_lib.load_model(model_dir)
+    check_cache_block(model, cache_block, fixed_shapes, max_target_length)
     lengths = export_lengths(model, max_source_length, max_target_length,
-                             fixed_shapes)
+                             fixed_shapes, cache_block)
     flatbuffer = convert(model, quantization, *lengths,
                          fixed_shapes=fixed_shapes,
-                         attention_products=attention_products)
+                         attention_products=attention_products,
+                         cache_block=cache_block)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"model": out_dir / f"model_{quantization}.tflite",
@@ -365,6 +411,7 @@ def export_tflite(model_dir, out_dir, quantization="float32",
              "metadata": out_dir / METADATA_FILE}
     write_bytes_atomic(paths["model"], flatbuffer)
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
-    metadata = export_metadata(model, payload, *lengths, fixed_shapes)
+    metadata = export_metadata(model, payload, *lengths, fixed_shapes,
+                               cache_block)
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

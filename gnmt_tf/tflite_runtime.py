@@ -11,8 +11,14 @@ signatures' shapes:
 - a `--fixed-shapes` export's `decode_step` takes some state tensors at a
   fixed length where `encode` returns them at the source's length:
   `encode`'s outputs are zero-padded to it;
+- a cache grown in blocks (`export.tflite.StepModule`'s `cache_block`:
+  `encode` returns it with a fixed number of positions, `decode_step`
+  takes it at any length) is lengthened by that many zero positions here,
+  before a step that would write past its end (each row writes at its
+  `time`);
 - the interpreter's inputs are resized as their shapes change (every step
-  with a growing cache), and copied in only when they are new arrays.
+  with a growing cache, every `cache_block` steps with a blocked one), and
+  copied in only when they are new arrays.
 
 The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
 not installed; nothing else imports TensorFlow.
@@ -25,6 +31,10 @@ import numpy as np
 from gnmt_tf import cpu_settings
 
 SIGNATURES = ("encode", "decode_step")
+# The state entry holding the position each row writes next: the task-space
+# Transformer's (`TaskSpaceTransformer.initial_state`), the one model whose
+# cache can grow in blocks.
+POSITION = "time"
 
 
 def interpreter_class():
@@ -55,9 +65,12 @@ class TFLiteRuntime:
       encode_inputs: tuple of str. `encode`'s input names, sorted.
       max_source_length: int or None. `decode_step`'s fixed memory length:
         the longest source in ids, end token and source prefix included.
+      cache_block: int or None. Positions a blocked cache grows by (None:
+        the model has none).
 
     Raises:
-      ValueError: the model lacks the `encode` / `decode_step` signatures.
+      ValueError: the model lacks the `encode` / `decode_step` signatures,
+        or has a blocked cache but no `time` input.
     """
 
     def __init__(self, model_path, num_threads=None):
@@ -86,6 +99,13 @@ class TFLiteRuntime:
         lengths = [shape[1] for shape in self._padded_shapes.values()]
         self.max_source_length = min(lengths) if lengths else None
         encoded = self.encode_runner.get_output_details()
+        self._blocks = _cache_blocks(encoded, step_inputs)
+        if self._blocks and POSITION not in step_inputs:
+            raise ValueError(f"{self.path}: decode_step grows "
+                             f"{sorted(self._blocks)} in blocks but takes "
+                             f"no {POSITION!r} input")
+        self.cache_block = (next(iter(self._blocks.values()))[1]
+                            if self._blocks else None)
         self._empty_state = {  # growing caches: batch 1, no positions yet
             name: np.zeros([1] + [max(int(d), 0) for d in
                                   detail["shape_signature"][1:]],
@@ -153,10 +173,31 @@ class TFLiteRuntime:
         when they are new arrays or new rows (`_StepInputs`), gathered as
         they are copied, and the tensors are reallocated only when a shape
         changes."""
+        rows = rows or {}
+        if self._blocks:
+            state = self._lengthen(state, rows)
         out = self._step_inputs.run(
-            dict(state, ids=np.asarray(ids, np.int32)), rows or {})
+            dict(state, ids=np.asarray(ids, np.int32)), rows)
         log_probs = out.pop("log_probs")
         return log_probs, out.pop("attention", None), out
+
+    def _lengthen(self, state, rows):
+        """`state` with each blocked cache entry long enough for the step
+        to write at every row's position: zero positions added, up to the
+        next multiple of its block. The rows' positions are read from the
+        entry `rows` selects (a lengthened entry keeps its rows)."""
+        time = state[POSITION]
+        index = rows.get(POSITION)
+        position = int((time if index is None else time[index]).max())
+        state = dict(state)
+        for name, (axis, block) in self._blocks.items():
+            value = state[name]
+            if value.shape[axis] <= position:
+                pad = [(0, 0)] * value.ndim
+                pad[axis] = (0, (position // block + 1) * block
+                             - value.shape[axis])
+                state[name] = np.pad(value, pad)
+        return state
 
     @property
     def _step_inputs(self):
@@ -239,6 +280,24 @@ class _StepInputs:
         self._wrapper.Invoke(self._subgraph)
         return {name: self._wrapper.GetTensor(index, self._subgraph)
                 for name, index in self._outputs}
+
+
+def _cache_blocks(encode_outputs, step_inputs):
+    """`{name: (axis, block)}` of the state tensors `encode` returns at a
+    fixed length `block` along an `axis` that `decode_step` takes at any
+    length: a cache grown in blocks (`export.tflite.StepModule`)."""
+    blocks = {}
+    for name, detail in step_inputs.items():
+        if name not in encode_outputs:
+            continue
+        have = encode_outputs[name]["shape_signature"]
+        want = detail["shape_signature"]
+        if len(have) != len(want):
+            continue
+        for axis in range(1, len(want)):
+            if want[axis] < 0 < have[axis]:
+                blocks[name] = (axis, int(have[axis]))
+    return blocks
 
 
 def _padded_shapes(encode_outputs, step_inputs):

@@ -107,10 +107,13 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
         else:
             max_length = tf.shape(cache["self_key"])[1]
             positions = tf.range(max_length)[None, :]  # [1, L]
-            write = tf.equal(positions, time[:, None])[:, :, None, None]
+            # expand_dims, not `[:, :, None, None]`: TFLite lowers these
+            # new-axis slices only where the cache length is static.
+            write = tf.expand_dims(tf.expand_dims(
+                tf.equal(positions, time[:, None]), -1), -1)
             keys = tf.where(write, key, cache["self_key"])  # [N, L, H, Dh]
             values = tf.where(write, value, cache["self_value"])
-            self_mask = (positions <= time[:, None])[:, None, :]  # [N, 1, L]
+            self_mask = tf.expand_dims(positions <= time[:, None], 1)  # [N, 1, L]
             new_cache = dict(cache, self_key=keys, self_value=values)
         h, _ = self._attention.attend(query, keys, values, mask=self_mask)
         x = self.residual(x, h, "self_attention")

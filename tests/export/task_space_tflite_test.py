@@ -22,6 +22,7 @@ DIRECTIONS = [(task["src_lang"], task["tgt_lang"], task["tags"],
 SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
 CACHE_LENGTH = 32  # the fixed-cache export's
+CACHE_BLOCK = 3  # the blocked export's: its outputs need several blocks
 
 
 @pytest.fixture(scope="session")
@@ -48,6 +49,25 @@ def ts_fixed_tflite(ts_fixed_tflite_dir):
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
     return TFLiteTranslator(ts_fixed_tflite_dir / "model_float32.tflite")
+
+
+@pytest.fixture(scope="session")
+def ts_blocked_tflite_dir(ts_model_dir, tmp_path_factory):
+    """The export whose cache grows `CACHE_BLOCK` positions at a time,
+    through the CLI."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("ts_blocked_tflite")
+    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+                 str(out), f"--cache-block={CACHE_BLOCK}"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def ts_blocked_tflite(ts_blocked_tflite_dir):
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    return TFLiteTranslator(ts_blocked_tflite_dir / "model_float32.tflite")
 
 
 def _shapes(details):
@@ -193,6 +213,85 @@ def test_growing_cache_searches_as_the_fixed_one(ts_tflite, ts_fixed_tflite):
         assert got_scores == pytest.approx(scores, abs=1e-4)
 
 
+def test_signatures_blocked_cache(ts_blocked_tflite, ts_blocked_tflite_dir):
+    meta = json.loads((ts_blocked_tflite_dir / "model.json").read_text())
+    assert meta["cache_block"] == CACHE_BLOCK
+    assert meta["growing_cache"] is False and meta["fixed_shapes"] is False
+    assert meta["max_target_length"] is None
+    runtime = ts_blocked_tflite.runtime
+    assert runtime.cache_block == CACHE_BLOCK
+    state = _shapes(runtime.encode_runner.get_output_details())
+    step = _shapes(runtime.step_runner.get_input_details())
+    assert set(step) == set(state) | {"ids"}
+    for i in range(2):  # transformer_tiny: 2 layers, 2 heads of 8
+        for kind in ("key", "value"):
+            assert state[f"layer_{i}__self_{kind}"][0] == [-1, CACHE_BLOCK,
+                                                           2, 8]
+            assert step[f"layer_{i}__self_{kind}"][0] == [-1, -1, 2, 8]
+            assert step[f"layer_{i}__cross_{kind}"][0] == [-1, -1, 2, 8]
+    assert ts_blocked_tflite.max_output_length == MAX_SEQUENCE_LENGTH
+
+
+def test_blocked_cache_lengthens_a_block_at_a_time(ts_blocked_tflite):
+    """The runtime adds `CACHE_BLOCK` zero positions before the step that
+    would write past the end, and only then; each step writes its
+    position's keys and leaves the later positions zero."""
+    import numpy as np
+
+    translator = ts_blocked_tflite
+    runtime = translator.runtime
+    _, task = translator.task_arrays(src_lang="en", tgt_lang="fr",
+                                     tags="caption")
+    source = translator.sentencepiece.encode("a dog runs") + [
+        translator.eos_id]
+    state = runtime.encode(np.asarray([source], np.int32), task)
+    ids = np.full([1], translator.bos_id, np.int32)
+    lengths = []
+    for t in range(2 * CACHE_BLOCK + 1):
+        log_probs, _, changed = runtime.step(ids, state)
+        state = dict(state, **changed)
+        key = state["layer_0__self_key"]
+        lengths.append(key.shape[1])
+        assert np.abs(key[0, t]).max() > 0
+        assert not key[0, t + 1:].any()
+        assert int(state["time"][0]) == t + 1
+        ids = log_probs.argmax(axis=1).astype(np.int32)
+    assert lengths == [3, 3, 3, 6, 6, 6, 9]
+
+
+def test_blocked_cache_searches_as_the_growing_one(ts_tflite,
+                                                   ts_blocked_tflite):
+    """Masked cache positions add exact zeros, so the float32 searches
+    agree: same texts, scores to rounding."""
+    for search in SEARCHES:
+        texts, scores = _tflite(ts_tflite, search)
+        got_texts, got_scores = _tflite(ts_blocked_tflite, search)
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores, abs=1e-4)
+
+
+def test_cache_block_is_refused_where_it_cannot_apply(
+        ts_model_dir, tiny_model_dir, tmp_path, capsys):
+    from export.tflite import export_tflite
+    from gnmt_tf.cli.main import main
+
+    with pytest.raises(ValueError, match="no growing cache"):
+        export_tflite(tiny_model_dir, tmp_path / "gnmt", cache_block=4)
+    for flags in (["--fixed-shapes"], ["--max-target-length", "8"]):
+        assert main(["export", "tflite", "--model", str(ts_model_dir),
+                     "--out", str(tmp_path / "ts"), "--cache-block", "4",
+                     *flags]) != 0
+        assert "cache_block is for the default shapes" in (
+            capsys.readouterr().err)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+              str(tmp_path / "ts"), "--cache-block", "0"])
+    assert exit_info.value.code == 2
+    assert "--cache-block: must be an integer >= 1" in (
+        capsys.readouterr().err)
+    assert not any(tmp_path.iterdir())
+
+
 def test_builtin_ops_only(ts_tflite_dir):
     from tensorflow.lite.python import schema_py_generated as schema
     from tensorflow.lite.tools import flatbuffer_utils
@@ -248,9 +347,11 @@ def _tflite(translator, search):
     return texts, scores
 
 
-@pytest.mark.parametrize("layout", ["growing", "fixed"])
-def test_output_stops_at_the_model_limit(ts_tflite, ts_fixed_tflite, layout):
-    ts_tflite = ts_tflite if layout == "growing" else ts_fixed_tflite
+@pytest.mark.parametrize("layout", ["growing", "fixed", "blocked"])
+def test_output_stops_at_the_model_limit(ts_tflite, ts_fixed_tflite,
+                                         ts_blocked_tflite, layout):
+    ts_tflite = {"growing": ts_tflite, "fixed": ts_fixed_tflite,
+                 "blocked": ts_blocked_tflite}[layout]
     source_ids = ts_tflite.sentencepiece.encode("a dog runs") + [
         ts_tflite.eos_id]
     prefix, task = ts_tflite.task_arrays(src_lang="en", tgt_lang="fr",
