@@ -143,18 +143,13 @@ def growing_cache(model, fixed_shapes=False, max_target_length=None,
                 and cache_block is None)
 
 
-def check_cache_block(model, cache_block, fixed_shapes=False,
+def check_cache_block(cache_block, fixed_shapes=False,
                       max_target_length=None):
-    """Raises a ValueError where `cache_block` cannot apply: below 1, a
-    model without a growing cache, or with a fixed shape or length."""
-    if cache_block is None:
-        return
-    if int(cache_block) < 1:
-        raise ValueError(f"cache_block must be >= 1, got {cache_block}")
-    if not getattr(model, "supports_growing_cache", False):
-        raise ValueError(f"{type(model).__name__} has no growing cache, "
-                         "so no cache_block")
-    if fixed_shapes or max_target_length is not None:
+    """Raises a ValueError for a `cache_block` with a fixed shape or
+    length (`make_step_functions` refuses the rest: a block below 1, a
+    model without a growing cache)."""
+    if cache_block is not None and (fixed_shapes
+                                    or max_target_length is not None):
         raise ValueError("cache_block is for the default shapes: not with "
                          "fixed_shapes or max_target_length")
 
@@ -244,11 +239,11 @@ def convert(model, quantization="float32", max_source_length=None,
 
     Raises:
       ValueError: an unknown `quantization`, bad lengths, a `cache_block`
-        that cannot apply (`check_cache_block`), or ``int8`` for a model
-        without fake quantization.
+        that cannot apply (`check_cache_block`, `make_step_functions`), or
+        ``int8`` for a model without fake quantization.
     """
     check_quantization(quantization)
-    check_cache_block(model, cache_block, fixed_shapes, max_target_length)
+    check_cache_block(cache_block, fixed_shapes, max_target_length)
     table = None
     if quantization == "int8":
         from export.quantization import qat_layers  # tfmot: int8 only
@@ -397,7 +392,8 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         model, subwords, payload = load_float_from_qat(model_dir)
     else:
         model, subwords, payload = model_dir_lib.load_model(model_dir)
-    check_cache_block(model, cache_block, fixed_shapes, max_target_length)
+    # Before export_lengths, which drops a cache length given with a block.
+    check_cache_block(cache_block, fixed_shapes, max_target_length)
     lengths = export_lengths(model, max_source_length, max_target_length,
                              fixed_shapes, cache_block)
     flatbuffer = convert(model, quantization, *lengths,

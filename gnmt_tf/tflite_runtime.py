@@ -282,36 +282,30 @@ class _StepInputs:
                 for name, index in self._outputs}
 
 
+def _state_shapes(encode_outputs, step_inputs):
+    """`(name, encode's shape, decode_step's shape)` of each state tensor
+    both signatures have at the same rank (shape signatures: -1 unknown)."""
+    for name, detail in step_inputs.items():
+        if name in encode_outputs:
+            have = encode_outputs[name]["shape_signature"]
+            want = detail["shape_signature"]
+            if len(have) == len(want):
+                yield name, have, want
+
+
 def _cache_blocks(encode_outputs, step_inputs):
     """`{name: (axis, block)}` of the state tensors `encode` returns at a
     fixed length `block` along an `axis` that `decode_step` takes at any
     length: a cache grown in blocks (`export.tflite.StepModule`)."""
-    blocks = {}
-    for name, detail in step_inputs.items():
-        if name not in encode_outputs:
-            continue
-        have = encode_outputs[name]["shape_signature"]
-        want = detail["shape_signature"]
-        if len(have) != len(want):
-            continue
-        for axis in range(1, len(want)):
-            if want[axis] < 0 < have[axis]:
-                blocks[name] = (axis, int(have[axis]))
-    return blocks
+    return {name: (axis, int(have[axis]))
+            for name, have, want in _state_shapes(encode_outputs, step_inputs)
+            for axis in range(1, len(want)) if want[axis] < 0 < have[axis]}
 
 
 def _padded_shapes(encode_outputs, step_inputs):
     """`{name: shape}` of the state tensors `decode_step` takes at a fixed
     size where `encode` gives a variable one (its `-1` dimensions), read
     from the signature details; the host pads those to `shape`."""
-    shapes = {}
-    for name, detail in step_inputs.items():
-        if name not in encode_outputs:
-            continue
-        have = encode_outputs[name]["shape_signature"]
-        want = detail["shape_signature"]
-        if len(have) != len(want):
-            continue
-        if any(h < 0 <= w for h, w in zip(have[1:], want[1:])):
-            shapes[name] = (1,) + tuple(int(w) for w in want[1:])
-    return shapes
+    return {name: (1,) + tuple(int(w) for w in want[1:])
+            for name, have, want in _state_shapes(encode_outputs, step_inputs)
+            if any(h < 0 <= w for h, w in zip(have[1:], want[1:]))}
