@@ -6,11 +6,13 @@ family.)"""
 
 import json
 
+import numpy as np
 import pytest
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 from model_families import FAMILIES_BY_NAME
+from reference_decoding import float_tolerance
 
 # The family's requests: two directions the tiny model was trained on,
 # sources of 4-14 subwords. `max_length_ratio` 2 would allow up to 30 output
@@ -23,6 +25,13 @@ SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
 CACHE_LENGTH = 32  # the fixed-cache export's
 CACHE_BLOCK = 3  # the blocked export's: its outputs need several blocks
+
+
+def _score_tolerance(scores):
+    """Absolute tolerance for search scores computed two ways in float32:
+    each sums up to `MAX_SEQUENCE_LENGTH` log-probabilities."""
+    return float_tolerance(np.float32, max(abs(x) for x in scores),
+                           terms=MAX_SEQUENCE_LENGTH)
 
 
 @pytest.fixture(scope="session")
@@ -171,8 +180,9 @@ def test_encode_takes_sentences_of_one_length_together(ts_tflite):
     for source, pairs in zip(mixed, got):
         alone = ts_tflite.search_batch([source], task=task, **search)[0]
         assert [ids for ids, _ in pairs] == [ids for ids, _ in alone]
+        want = [score for _, score in alone]
         assert [score for _, score in pairs] == pytest.approx(
-            [score for _, score in alone], abs=1e-4)
+            want, abs=_score_tolerance(want))
 
 
 def test_signatures_fixed_cache(ts_fixed_tflite, ts_fixed_tflite_dir):
@@ -210,7 +220,8 @@ def test_growing_cache_searches_as_the_fixed_one(ts_tflite, ts_fixed_tflite):
         texts, scores = _tflite(ts_fixed_tflite, search)
         got_texts, got_scores = _tflite(ts_tflite, search)
         assert got_texts == texts
-        assert got_scores == pytest.approx(scores, abs=1e-4)
+        assert got_scores == pytest.approx(scores,
+                                          abs=_score_tolerance(scores))
 
 
 def test_signatures_blocked_cache(ts_blocked_tflite, ts_blocked_tflite_dir):
@@ -267,7 +278,8 @@ def test_blocked_cache_searches_as_the_growing_one(ts_tflite,
         texts, scores = _tflite(ts_tflite, search)
         got_texts, got_scores = _tflite(ts_blocked_tflite, search)
         assert got_texts == texts
-        assert got_scores == pytest.approx(scores, abs=1e-4)
+        assert got_scores == pytest.approx(scores,
+                                          abs=_score_tolerance(scores))
 
 
 def test_cache_block_is_refused_where_it_cannot_apply(
@@ -498,7 +510,8 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
         texts, scores = _expected(translator, search)
         got_texts, got_scores = _tflite(tflite, search)
         assert got_texts == texts
-        assert got_scores == pytest.approx(scores, abs=1e-3)
+        assert got_scores == pytest.approx(scores,
+                                          abs=_score_tolerance(scores))
     limit = translator.max_source_length  # subwords, token not counted
     texts = {}
     for n in range(1, 30):
