@@ -170,7 +170,8 @@ def train_from_args(args):
         args.model_dir, args.data_dir, getattr(args, "directions", None),
         model_config, train_config, options, vocab=getattr(args, "vocab", None),
         strategy=getattr(args, "strategy", "default"),
-        log_every=getattr(args, "log_every", 100))
+        log_every=getattr(args, "log_every", 100),
+        init_from=getattr(args, "init_from", None))
     print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
           f"({result.target_tokens_per_s:.0f} target tokens/s); "
           f"model in {args.model_dir}")

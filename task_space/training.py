@@ -31,6 +31,7 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.checks import check_number
 from gnmt_tf.config import TrainConfig
 from gnmt_tf.data import corpus
+from gnmt_tf.training import init_from as init_lib
 from task_space import data as data_lib
 from task_space import registry
 from task_space.config import TransformerConfig
@@ -113,7 +114,7 @@ def read_task_space_config(model_dir, model_types=registry.MODEL_TYPES):
 
 def train_task_space(model_dir, data_dir, directions=None, model_config=None,
                      train_config=None, options=None, vocab=None,
-                     strategy="default", log_every=100):
+                     strategy="default", log_every=100, init_from=None):
     """Trains (or resumes) a task-space Transformer on Multi30k directions.
 
     On first use the vocabulary is trained (or `vocab` copied) into
@@ -133,6 +134,10 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
             one (needs the `<2xx>` pieces if `target_language_token`).
         strategy: `tf.distribute` strategy name (see `make_strategy`).
         log_every: steps between progress lines.
+        init_from: a task-space model directory or shipped name: a new run
+            starts from its weights, architecture and vocabulary, the
+            optimizer afresh (`gnmt_tf.training.init_from`); a run that
+            resumes ignores it.
 
     Returns:
         `gnmt_tf.training.trainer.TrainResult`.
@@ -168,11 +173,11 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
     with workers.claim_for_training(model_dir, chief):
         return _train_task_space(model_dir, data_dir, model_config,
                                  train_config, options, vocab, strategy,
-                                 log_every, chief)
+                                 log_every, chief, init_from)
 
 
 def _train_task_space(model_dir, data_dir, model_config, train_config,
-                      options, vocab, strategy, log_every, chief):
+                      options, vocab, strategy, log_every, chief, init_from):
     import tf_keras as keras
 
     from gnmt_tf.training import trainer
@@ -183,7 +188,11 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
     if not chief:  # until the chief has written spm.model and config.json
         workers.barrier(strategy)
     config_path = pathlib.Path(model_dir) / model_dir_lib.CONFIG_FILE
+    extra = {}
     if config_path.exists():
+        payload = model_dir_lib.read_config(model_dir)
+        if init_lib.INIT_KEY in payload:
+            extra[init_lib.INIT_KEY] = payload[init_lib.INIT_KEY]
         model_config, saved = read_task_space_config(
             model_dir, (registry.MODEL_TYPE,))
         if options.directions is not None and (
@@ -196,6 +205,10 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
                 f"not {options.directions!r}; use a new model directory")
         options = dataclasses.replace(
             saved, validation_lines=options.validation_lines)
+    elif init_from is not None:
+        source_config, vocab, extra[init_lib.INIT_KEY] = (
+            init_lib.read_source(init_from, registry.MODEL_TYPE))
+        model_config = TransformerConfig.from_dict(source_config)
     if options.directions is None:
         options = dataclasses.replace(options, directions="all")
     pairs = data_lib.parse_directions(options.directions,
@@ -224,7 +237,8 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         model_dir_lib.write_config(
             model_dir, registry.MODEL_TYPE, model_config, train_config,
             {"task_space": dataclasses.asdict(dataclasses.replace(
-                options, directions=data_lib.format_directions(pairs)))})
+                options, directions=data_lib.format_directions(pairs))),
+             **extra})
         workers.barrier(strategy)
 
     print(f"training on {len(pairs)} directions "
@@ -259,7 +273,8 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         trainer.compile_model(model, train_config, model_config.pad_id)
         return trainer.fit(model, train_config, dataset, model_dir,
                            validation, log_every=log_every,
-                           bleu_sample=bleu_sample, subwords=subwords)
+                           bleu_sample=bleu_sample, subwords=subwords,
+                           init_weights=trainer.init_weights_of(extra))
 
 
 def _bleu_sample(examples, lines):

@@ -42,7 +42,7 @@ def register(subparsers):
     parser.add_argument("--log-every", type=positive_int, default=100)
     parser.add_argument(
         "--init-from", metavar="MODEL",
-        help="GNMT presets: start a new run from this model's weights, "
+        help="start a new run from this model's weights, "
              "architecture and vocabulary (a model directory or a shipped "
              "name); the optimizer starts afresh. A run that resumes "
              "ignores it")
@@ -88,9 +88,6 @@ def run(args):
     if given:
         raise ValueError(f"{', '.join(given)} only go with --refine-rl")
     type_name, model_type = model_types.model_type_of_preset(args.preset)
-    if args.init_from is not None and type_name != "gnmt":
-        raise ValueError(f"--init-from is for the GNMT presets, not "
-                         f"{args.preset!r}")
     if args.init_from is not None and args.vocab is not None:
         raise ValueError("--init-from takes the model's vocabulary; "
                          "leave out --vocab")

@@ -277,10 +277,10 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
         compile_model(model, train_config, model_config.pad_id)
         return fit(model, train_config, dataset, model_dir, validation,
                    log_every=log_every, bleu_sample=bleu_sample,
-                   subwords=subwords, init_weights=_init_weights(extra))
+                   subwords=subwords, init_weights=init_weights_of(extra))
 
 
-def _init_weights(payload):
+def init_weights_of(payload):
     """The `fit(init_weights=...)` of a run whose config records an
     `--init-from` source, else None."""
     record = payload.get(init_lib.INIT_KEY)
