@@ -74,7 +74,6 @@ def test_a_resumed_run_keeps_its_own_weights(tiny_model_dir, toy_data_dir,
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--preset", "transformer_tiny"], "--init-from is for the GNMT presets"),
     (["--vocab", "x.model"], "leave out --vocab"),
     (["--refine-rl"], "does not go with --refine-rl"),
 ])
@@ -93,3 +92,42 @@ def test_a_model_of_another_type_is_refused(tmp_path):
         {"model_type": "task_space", "model": {}}))
     with pytest.raises(ValueError, match="is a task_space model"):
         read_source(tmp_path, "gnmt")
+
+
+def test_a_task_space_run_starts_from_a_task_space_model(
+        ts_model_dir, multiway_dir, tmp_path):
+    """The Transformer trainer takes `init_from` as the GNMT one does: the
+    source's weights (2 steps at a negligible rate leave them equal), its
+    vocabulary and architecture (a different one asked for is ignored), and
+    its directions unless others are given."""
+    from task_space.training import TaskSpaceOptions
+    from task_space.training import get_preset as ts_preset
+    from task_space.training import train_task_space
+
+    model_config, train_config = ts_preset("transformer_tiny")
+    model_config = model_config.replace(vocabulary_size=60, num_layers=1)
+    train_config = apply_overrides(train_config, [
+        "train_steps=2", "checkpoint_every=2", "learning_rate=1e-9",
+        "warmup_steps=0"])
+    run = tmp_path / "run"
+    train_task_space(run, multiway_dir, "en-fr,de-cs", model_config,
+                     train_config, TaskSpaceOptions(validation_lines=0),
+                     log_every=1000, init_from=ts_model_dir)
+    for a, b in zip(_weights(run), _weights(ts_model_dir), strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    assert ((run / "spm.model").read_bytes()
+            == (ts_model_dir / "spm.model").read_bytes())
+    config = json.loads((run / "config.json").read_text())
+    source = json.loads((ts_model_dir / "config.json").read_text())
+    assert config["model"] == source["model"]
+    assert config[INIT_KEY]["history"]["steps"] == json.loads(
+        (ts_model_dir / "progress.json").read_text())["step"]
+
+
+def test_a_task_space_run_refuses_a_gnmt_source(tiny_model_dir,
+                                                multiway_dir, tmp_path):
+    from task_space.training import train_task_space
+
+    with pytest.raises(ValueError, match="is a gnmt model"):
+        train_task_space(tmp_path / "run", multiway_dir, "en-fr",
+                         init_from=tiny_model_dir)
