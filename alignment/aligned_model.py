@@ -36,6 +36,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from alignment.conv_alignment_head import ConvAlignmentHead
+from gnmt_tf.seq2seq_model import Seq2SeqModelBase
 from alignment.conv_alignment_head import alignment_loss
 from alignment.conv_alignment_head import pixel_mask
 from pipeline.placeholder_mapping import word_index_of_pieces
@@ -171,7 +172,7 @@ def attention_channels(config) -> int:
     return int(heads * layers) if heads and layers else 1
 
 
-class AlignedTranslationModel(keras.Model):
+class AlignedTranslationModel(Seq2SeqModelBase, keras.Model):
     """A translation model with a jointly trained `ConvAlignmentHead`.
 
     Args:
@@ -279,9 +280,7 @@ class AlignedTranslationModel(keras.Model):
         return self.translation_model.source_prefix
 
     def attach_model_dir(self, subwords, payload):
-        attach = getattr(self.translation_model, "attach_model_dir", None)
-        if attach is not None:
-            attach(subwords, payload)
+        self.translation_model.attach_model_dir(subwords, payload)
 
     # --- Forward passes ----------------------------------------------------
     @staticmethod

@@ -70,7 +70,7 @@ def _directions(args, model, data_dir):
                 raise ValueError(f"--directions: {item!r} is not src-tgt")
             pairs.append(tuple(parts))
         return pairs
-    fixed = getattr(model, "fixed_task", None) or {}
+    fixed = model.fixed_task or {}
     if {"src_lang", "tgt_lang"} <= set(fixed):
         return [(fixed["src_lang"], fixed["tgt_lang"])]
     inputs = {t.name: t.values for t in model.task_inputs()}

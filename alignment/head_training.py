@@ -109,7 +109,7 @@ def model_task(model, src_lang: str, tgt_lang: str, tags=()) -> dict:
     """The task arguments `model` takes for a direction (none for a model
     of one fixed direction, which must be this one)."""
     names = {t.name for t in model.task_inputs()}
-    fixed = getattr(model, "fixed_task", None) or {}
+    fixed = model.fixed_task or {}
     if not names and fixed and (fixed.get("src_lang"), fixed.get(
             "tgt_lang")) != (src_lang, tgt_lang):
         raise ValueError(f"the model translates {fixed['src_lang']}-"

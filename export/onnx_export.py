@@ -86,7 +86,7 @@ def convert_step_functions(model, out_dir, opset=DEFAULT_OPSET):
     encode_fn, specs = task_encode_function(model)
     encode, decode_step = make_step_functions(
         model, encode_fn=encode_fn, encode_specs=specs,
-        growing_cache=getattr(model, "supports_growing_cache", False))
+        growing_cache=model.supports_growing_cache)
     paths = {}
     for name, function in (("encode", encode), ("decode_step", decode_step)):
         traced, specs = _positional(function)
@@ -123,7 +123,7 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     # and a KV cache grows (no cache length).
     max_source_length = (None if model.max_target_length is None
                          else default_lengths(model)[0])
-    growing = getattr(model, "supports_growing_cache", False)
+    growing = model.supports_growing_cache
     metadata = export_metadata(model, payload, max_source_length,
                                None if growing else model.max_target_length)
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")

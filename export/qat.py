@@ -103,9 +103,7 @@ def load_float_from_qat(model_dir):
     model(model.dummy_inputs())
     for float_variable, qat_variable in _namesakes(model, qat_model):
         float_variable.assign(qat_variable)
-    attach = getattr(model, "attach_model_dir", None)
-    if attach is not None:
-        attach(subwords, payload)
+    model.attach_model_dir(subwords, payload)
     return model, subwords, payload
 
 

@@ -61,6 +61,7 @@ import tensorflow as tf
 from alignment import head_files
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.aligned_search import search_with_alignment
+from gnmt_tf.seq2seq_model import SplitStep
 from gnmt_tf.translator import SearchOptions, Translator
 
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -162,7 +163,7 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         cache, with `cache_length`, or together.
     """
     if ((growing_cache or cache_block is not None)
-            and not getattr(model, "supports_growing_cache", False)):
+            and not model.supports_growing_cache):
         raise ValueError(f"{type(model).__name__} has no growing cache")
     if growing_cache and cache_length is not None:
         raise ValueError("a growing cache has no cache_length")
@@ -226,8 +227,7 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         raise ValueError(f"decoding state names {sorted(clash)} clash with "
                          "decode_step's own inputs/outputs")
 
-    split_step = all(hasattr(model, name)
-                     for name in ("step_hidden", "output_logits"))
+    split_step = isinstance(model, SplitStep)
 
     def decode_step(ids, **flat_state):
         state = unflatten_state(flat_state, template)

@@ -96,7 +96,7 @@ class StepModule(WeightsModule):
                  batched_encode=True, log_softmax=None, cache_block=None):
         super().__init__(model, "steps")
         batch = (None if batched_encode
-                 and getattr(model, "exports_encode_at_any_batch", False)
+                 and model.exports_encode_at_any_batch
                  else 1)
         encode, specs = task_encode_function(model, batch_size=batch)
         growing = growing_cache(model, fixed_shapes, max_target_length,
@@ -138,7 +138,7 @@ def growing_cache(model, fixed_shapes=False, max_target_length=None,
     """Whether a model's export gets a growing cache (one position a
     step): where the model has one, unless `fixed_shapes`, a cache length
     or a `cache_block` is asked for."""
-    return bool(getattr(model, "supports_growing_cache", False)
+    return bool(model.supports_growing_cache
                 and not fixed_shapes and max_target_length is None
                 and cache_block is None)
 

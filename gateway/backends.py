@@ -128,7 +128,7 @@ class ModelBackend:
         names = [t.name for t in self.model.task_inputs()]
         self.task_names = tuple(n for n in names
                                 if n in ("src_lang", "tgt_lang", "tags"))
-        fixed = getattr(self.model, "fixed_task", None) or {}
+        fixed = self.model.fixed_task or {}
         self.fixed = ((fixed["src_lang"], fixed["tgt_lang"])
                       if {"src_lang", "tgt_lang"} <= set(fixed) else None)
         self.languages = tuple(languages or self._model_languages())

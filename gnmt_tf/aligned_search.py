@@ -54,7 +54,7 @@ def teacher_forced_alignment(model, features):
     (``source_ids``, ``target_in_ids`` and the task inputs): the alignment
     head's probabilities if the model has one, else its cross-attention
     averaged over channels (layers x heads)."""
-    align = getattr(model, "align", None)
+    align = model.align
     if align is not None:
         _, _, probabilities = align(features)
         return tf.cast(probabilities, tf.float32)

@@ -84,9 +84,9 @@ def build_model(model_dir, precision="float32"):
         config = from_dict(config_cls, payload["model"])
     if precision == "float32":
         return model_cls(config), payload
-    if model_type == "gnmt":
+    if not model_cls.runs_in_low_precision:
         raise ValueError(f"precision={precision} is for Transformer models; "
-                         "GNMT runs in float32")
+                         f"{model_cls.__name__} runs in float32")
     return model_cls(config, dtype=precision), payload
 
 
@@ -169,7 +169,5 @@ def load_model(model_dir, precision="float32"):
         from gnmt_tf.weights_file import load_weights
 
         load_weights(model, model_dir / WEIGHTS_FILE)
-    attach = getattr(model, "attach_model_dir", None)
-    if attach is not None:  # what the model's inputs need from its directory
-        attach(subwords, payload)
+    model.attach_model_dir(subwords, payload)  # what its inputs need
     return model, subwords, payload

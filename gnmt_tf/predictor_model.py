@@ -31,6 +31,7 @@ from gnmt_tf.decoding.ensemble import EnsembleStepFunction
 from gnmt_tf.decoding.ensemble import LogLinearStepFunction
 from gnmt_tf.decoding.ensemble import WordCountPredictor
 from gnmt_tf.decoding.ensemble import check_weights
+from gnmt_tf.seq2seq_model import Seq2SeqModelBase
 
 PREDICTOR_TYPES = ("nmt", "lm", "wc")
 ENSEMBLE_MODES = ("loglinear", "average")
@@ -40,7 +41,7 @@ def _is_model(predictor):
     return hasattr(predictor, "encode")
 
 
-class PredictorModel:
+class PredictorModel(Seq2SeqModelBase):
     """Models and target-side predictors as one `Seq2SeqModel`.
 
     `encode` runs every model's encoder on the same source ids, the state

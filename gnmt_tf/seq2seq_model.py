@@ -10,7 +10,7 @@ checks and signatures from those descriptions.
 Example, a model with one task input:
 
 ```python
-class MyModel(keras.Model):
+class MyModel(Seq2SeqModelBase, keras.Model):
     def task_inputs(self):
         return (TaskInput("tgt_lang", ("de", "fr")),)
 
@@ -34,6 +34,7 @@ translator.translate(["A dog runs."], tgt_lang="fr")
 ```
 """
 
+import contextlib
 import dataclasses
 import typing
 from typing import Any, Optional, Sequence, Tuple, Union
@@ -105,6 +106,70 @@ class TaskInput:
                 f"{', '.join(self.values) or '(none)'}") from None
 
 
+class Seq2SeqModelBase:
+    """The optional parts of `Seq2SeqModel`, with their defaults.
+
+    Every translation model class inherits from it (before `keras.Model`),
+    so that consumers read these attributes directly instead of probing a
+    model with `getattr` / `hasattr`; a model overrides what it has.
+
+    Attributes:
+      max_target_length: None: the decoding state has no length limit.
+      default_task, fixed_task: `{}`: no task inputs.
+      trained_tasks: None: not recorded.
+      source_prefix: None: nothing before the source.
+      supports_growing_cache: False: `initial_state` takes no
+        `growing_cache` (a KV cache that grows a position a step).
+      exports_encode_at_any_batch: False: exporters trace `encode` at batch 1.
+      cell_clip: None, or a variable the trainer anneals (GNMT's LSTM cell
+        clipping).
+      max_step_score: the most a `step` can add to a hypothesis' score
+        (0 for log-probabilities; a word-count bonus makes it positive).
+      align: None, or the alignment head's `align(features)`.
+      runs_in_low_precision: False: float32 only (`model_dir.build_model`
+        refuses `mixed_bfloat16` and the like).
+    """
+
+    max_target_length = None
+    default_task = {}
+    fixed_task = {}
+    trained_tasks = None
+    source_prefix = None
+    supports_growing_cache = False
+    exports_encode_at_any_batch = False
+    cell_clip = None
+    max_step_score = 0.0
+    align = None
+    runs_in_low_precision = False
+
+    def task_inputs(self):
+        """No task inputs."""
+        return ()
+
+    def attach_model_dir(self, subwords, payload):
+        """Called by `gnmt_tf.model_dir.load_model` with the vocabulary and
+        `config.json`; nothing to read by default."""
+
+    def compiled_step_context(self):
+        """The context `Translator(..., jit_compile_search=True)` traces the
+        search in; nothing by default."""
+        return contextlib.nullcontext()
+
+
+@typing.runtime_checkable
+class SplitStep(typing.Protocol):
+    """A model whose `step` splits into a hidden state and the output
+    layer, so that it can decode over a vocabulary shortlist
+    (`gnmt_tf.decoding.shortlist`) and export a step without the
+    log-softmax."""
+
+    def step_hidden(self, ids, state):
+        """`ids [N]` -> `(hidden, attention, state)`."""
+
+    def output_logits(self, hidden, rows=None):
+        """`hidden` -> logits over the vocabulary, or over `rows` only."""
+
+
 @typing.runtime_checkable
 class Seq2SeqModel(typing.Protocol):
     """What search, translators, exporters and the CLI need of a model.
@@ -124,15 +189,10 @@ class Seq2SeqModel(typing.Protocol):
       fixed_task: dict of what a model without those task inputs fixes
         (a GNMT model's `src_lang` / `tgt_lang`).
 
-    A model may also define `attach_model_dir(subwords, payload)`:
-    `gnmt_tf.model_dir.load_model` calls it with the vocabulary and
-    `config.json`, to set what the attributes above read from the directory.
-    A model that splits `step` into `step_hidden(ids, state) -> (hidden,
-    attention, state)` and `output_logits(hidden, rows=None)` can be
-    decoded over a vocabulary shortlist (`gnmt_tf.decoding.shortlist`).
-    A model may define `compiled_step_context()`, a context manager that
-    `Translator(..., jit_compile_search=True)` traces the search in (a
-    variant of the step that XLA runs faster).
+    Model classes inherit `Seq2SeqModelBase`, which gives the optional
+    parts their defaults (`attach_model_dir`, `compiled_step_context`,
+    `supports_growing_cache`, ...); a model that splits its `step` is a
+    `SplitStep`.
     """
 
     config: Any

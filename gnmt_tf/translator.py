@@ -7,7 +7,6 @@ clear errors, batching of similar-length sentences (GNMT §7) and restoring the
 input order.
 """
 
-import contextlib
 import dataclasses
 import numbers
 import typing
@@ -162,7 +161,7 @@ class Translator:
                              "takes no shortlist (its size varies by batch)")
         self._step = xla_step(model.step) if jit_compile_step else model.step
         self.jit_compile_search = bool(jit_compile_search)
-        supported = getattr(model, "supports_growing_cache", False)
+        supported = model.supports_growing_cache
         compiled = jit_compile_step or jit_compile_search
         if growing_cache is None:
             growing_cache = supported and not compiled
@@ -276,8 +275,7 @@ class Translator:
         key = ("xla", options)
         if _hashable(options) and key in self._functions:
             return self._functions[key]
-        context = getattr(self.model, "compiled_step_context",
-                          contextlib.nullcontext)
+        context = self.model.compiled_step_context
 
         def search(source_ids, source_lengths, task):
             with context():

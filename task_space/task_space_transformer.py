@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.layers.recompute import checkpointed
+from gnmt_tf.seq2seq_model import Seq2SeqModelBase
 from task_space.cached_multi_head_attention import one_query_products
 from task_space.config import TransformerConfig
 from task_space.layer_utils import QuantizationPoints
@@ -23,7 +24,7 @@ TASK_KEYS = ("src_lang", "tgt_lang", "tags")
 
 
 @keras.utils.register_keras_serializable(package="task_space")
-class TaskSpaceTransformer(QuantizationPoints, keras.Model):
+class TaskSpaceTransformer(Seq2SeqModelBase, QuantizationPoints, keras.Model):
     """Pre-LN Transformer conditioned on a task (direction + scene tags).
 
     The encoder-decoder of Vaswani et al. (2017) with pre-layer-norm blocks,
@@ -245,6 +246,7 @@ class TaskSpaceTransformer(QuantizationPoints, keras.Model):
             return None
         return "tgt_lang", tuple(self.language_token_ids)
 
+    runs_in_low_precision = True  # the `dtype` policies of `__init__`
     # `initial_state(..., growing_cache=True)` exists (`Translator` uses it).
     supports_growing_cache = True
     # The encoder has no loop, so its TFLite `encode` takes any batch size

@@ -55,7 +55,7 @@ def task_arguments(args, model, name, stream=None):
     """
     stream = stream or sys.stderr
     inputs = {t.name: t for t in model.task_inputs()}
-    fixed = dict(getattr(model, "fixed_task", None) or {})
+    fixed = dict(model.fixed_task or {})
     given = {key: getattr(args, key, None) for key in FLAGS}
     for key, value in given.items():
         if value is None or key in inputs:
@@ -88,7 +88,7 @@ def _check_trained(model, task, name, allow_zero_shot, stream):
     if not inputs:
         return
     asked = "-".join(task[t.name] for t in inputs)
-    trained = getattr(model, "trained_tasks", None)
+    trained = model.trained_tasks
     if trained is None:
         print(f"warning: {name} does not record its training directions; "
               f"{asked} may be one it never saw", file=stream)

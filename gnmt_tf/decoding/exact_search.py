@@ -198,7 +198,7 @@ def exact_translate(translator, sentence, max_length=None,
     if not sentence.strip():
         return ExactTranslation("", 0.0, True, (), 0)
     model = translator.model
-    if getattr(model, "max_step_score", 0.0) > 0:
+    if model.max_step_score > 0:
         raise ValueError(
             "exact search needs step scores <= 0 to prune (a positive "
             f"word-count bonus allows up to {model.max_step_score:g} a step)")

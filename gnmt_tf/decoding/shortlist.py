@@ -37,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from gnmt_tf.checks import check_number
+from gnmt_tf.seq2seq_model import SplitStep
 
 
 class RestrictedSearch(NamedTuple):
@@ -168,7 +169,7 @@ def restrict_to(model, rows, bos_id, eos_id) -> RestrictedSearch:
     """A `RestrictedSearch` over the sorted vocabulary ids `rows [V']`
     (which must hold `bos_id` and `eos_id`)."""
     rows = tf.convert_to_tensor(rows, tf.int32)
-    if not (hasattr(model, "step_hidden") and hasattr(model, "output_logits")):
+    if not isinstance(model, SplitStep):
         raise ValueError(f"{type(model).__name__} has no step_hidden / "
                          "output_logits: it cannot decode over a shortlist")
 

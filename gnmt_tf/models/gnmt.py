@@ -8,9 +8,10 @@ import tf_keras as keras
 from gnmt_tf.config import GNMTConfig
 from gnmt_tf.layers.gnmt_decoder import GNMTDecoder
 from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
+from gnmt_tf.seq2seq_model import Seq2SeqModelBase
 
 
-class GNMT(keras.Model):
+class GNMT(Seq2SeqModelBase, keras.Model):
     """Deep residual LSTM encoder-decoder with bottom-to-top attention.
 
     `call` is the teacher-forced full-sequence pass used by `model.fit`;

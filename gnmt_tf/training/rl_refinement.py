@@ -348,8 +348,7 @@ def refine_rl(model_dir, output_dir=None, data_dir=None, options=RLOptions(),
     model(model.dummy_inputs())
     model.set_weights(ml_model.get_weights())
     del ml_model
-    if hasattr(model, "attach_model_dir"):
-        model.attach_model_dir(subwords, payload)
+    model.attach_model_dir(subwords, payload)
     keras.utils.set_random_seed(train_config.seed)  # before the shuffle
     train_config, dataset = model_types.load_object(declared.finetune_data)(
         model, subwords, payload, data_dir, train_config)

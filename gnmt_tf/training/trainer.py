@@ -171,7 +171,7 @@ def _fit(model, train_config, dataset, model_dir, write_dir, chief,
     if train_config.max_minutes:
         callbacks.append(callbacks_lib.TimeBudget(
             train_config.max_minutes, previous["train_seconds"]))
-    if getattr(model, "cell_clip", None) is not None:
+    if model.cell_clip is not None:
         callbacks.append(callbacks_lib.DeltaAnnealing(
             model.cell_clip, train_config.delta_start, train_config.delta_end,
             train_config.delta_anneal_steps))

@@ -74,9 +74,8 @@ class ValidationBleu(keras.callbacks.Callback):
         if self._translator is None:
             from gnmt_tf.translator import Translator
 
-            attach = getattr(self.model, "attach_model_dir", None)
-            if attach is not None and self.payload is not None:
-                attach(self.subwords, self.payload)
+            if self.payload is not None:
+                self.model.attach_model_dir(self.subwords, self.payload)
             self._translator = Translator(self.model, self.subwords)
             self.sample = _within(self.sample, self.subwords,
                                   self._translator.max_source_length)
