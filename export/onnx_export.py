@@ -37,7 +37,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from export.savedmodel import make_step_functions, task_encode_function
+from export.step_functions import make_step_functions, task_encode_function
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.io_utils import atomic_path, copy_file_atomic
 from gnmt_tf.onnx_runtime import NEXT_PREFIX
@@ -110,7 +110,8 @@ def export_onnx(model_dir, out_dir, opset=DEFAULT_OPSET):
     """
     import json
 
-    from export.tflite import METADATA_FILE, default_lengths, export_metadata
+    from export.host_metadata import default_lengths, export_metadata
+    from gnmt_tf.host_translator import METADATA_FILE
     from gnmt_tf.io_utils import write_text_atomic
 
     model, subwords, payload = model_dir_lib.load_model(model_dir)

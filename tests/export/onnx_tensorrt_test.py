@@ -46,7 +46,7 @@ def _check_steps(runtime, step_functions, source, task, steps=3):
 
 
 def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
-    from export.savedmodel import make_step_functions
+    from export.step_functions import make_step_functions
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.onnx_runtime import OnnxRuntime
 
@@ -65,7 +65,7 @@ def test_onnx_of_the_task_space_transformer(ts_model_dir, ts_onnx_paths):
     source limit. The KV cache grows (none in `encode`)."""
     import json
 
-    from export.savedmodel import make_step_functions, task_encode_function
+    from export.step_functions import make_step_functions, task_encode_function
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.onnx_runtime import OnnxRuntime
 

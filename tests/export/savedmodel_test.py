@@ -7,6 +7,7 @@ import json
 import pytest
 
 from export import savedmodel
+from export import step_functions
 from export.savedmodel import METADATA_FILE, WARMUP_FILE
 
 
@@ -87,9 +88,9 @@ def test_export_dir_must_be_versioned(tmp_path):
 
 def test_flatten_state_round_trip():
     state = {"b": 1, "a": {"y": 2, "x": 3}}
-    flat = savedmodel.flatten_state(state)
+    flat = step_functions.flatten_state(state)
     assert list(flat) == ["a__x", "a__y", "b"]
-    assert savedmodel.unflatten_state(flat, state) == state
+    assert step_functions.unflatten_state(flat, state) == state
 
 
 @pytest.mark.slow

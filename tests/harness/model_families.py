@@ -338,8 +338,8 @@ class FamilyArtifacts:
 
         from export.tflite import METADATA_FILE
         from export.tflite import convert
-        from export.tflite import export_lengths
-        from export.tflite import export_metadata
+        from export.host_metadata import export_lengths
+        from export.host_metadata import export_metadata
 
         lengths = export_lengths(self.model, options.get("max_source_length"),
                                  options.get("max_target_length"))
