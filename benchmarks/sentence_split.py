@@ -38,7 +38,6 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import pysbd  # noqa: E402
 import sentencex  # noqa: E402
-from results_file import command_line, update_section  # noqa: E402
 
 from pipeline.sentence_split import split_sentences  # noqa: E402
 
@@ -147,6 +146,10 @@ def parse_args(argv=None):
 
 
 def main(argv=None):
+    # Here, not at the top: benchmarks/pipeline.py loads this file by its
+    # path for `paragraphs` and `splitters`, without benchmarks/ on the path.
+    from results_file import command_line, update_section
+
     args = parse_args(argv)
     command = command_line("sentence_split.py", argv)
     for split in args.splits:
