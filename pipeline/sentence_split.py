@@ -44,10 +44,10 @@ follow an ordinal ("Es war 1999. Karl kam."), is not split there, and
 neither is one that ends in an abbreviation such as "etc." or "usw." (or an
 ambiguous one such as "St.", Saint or Street) before a capitalised word. A
 sentence that starts with a lower-case letter ("... ulicí. žena se směje.")
-is taken as the same sentence going on. An ellipsis ("...", "…") followed by a capital
-is left to sentencex (it usually does not split). Unknown language codes
-fall back to sentencex's defaults (English rules). Text without spaces after
-the period ("end.Next") may be split by sentencex.
+is taken as the same sentence going on. An ellipsis ("...", "…") followed
+by a capital is left to sentencex (it usually does not split). Unknown
+language codes fall back to sentencex's defaults (English rules). Text
+without spaces after the period ("end.Next") may be split by sentencex.
 """
 
 import re
