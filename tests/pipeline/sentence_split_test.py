@@ -1,6 +1,8 @@
 import pytest
+import sentencex
 
 from serving import request_batching
+from pipeline.sentence_split import ORDINARY_WORDS
 from pipeline.sentence_split import split_document
 from pipeline.sentence_split import split_sentences
 
@@ -81,6 +83,9 @@ def test_a_sentence_may_start_with_a_number(language):
     ("fr", "Voir le chap. 3 et la fig. 2 au n° 5 de la rue."),
     ("cs", "Viz č. 5 a str. 10, čl. 3 odst. 2 zákona."),
     ("en", "See Fig. 3 and No. 5 on pp. 10 to 12."),
+    # A number that ends the paragraph: sentencex splits before it.
+    ("en", "See vol. 2."),
+    ("de", "Siehe Nr. 5."),
 ])
 def test_abbreviations_before_numbers_are_no_boundary(language, text):
     assert split_sentences(text, language) == [text]
@@ -93,10 +98,88 @@ def test_abbreviations_before_numbers_are_no_boundary(language, text):
                                              "Un homme parle."]),
     ("de", "Mit der Nummer 10. Ein Mann telefoniert. Am 3. Juli kam er.",
      ["Mit der Nummer 10.", "Ein Mann telefoniert.", "Am 3. Juli kam er."]),
-    ("cs", "S číslem 10. Muž venku hovoří.", ["S číslem 10. Muž venku "
-                                              "hovoří."]),
+    ("cs", "S číslem 10. Muž venku hovoří. Přišel 10. května.",
+     ["S číslem 10.", "Muž venku hovoří.", "Přišel 10. května."]),
+    ("cs", "Běží v Londýně 2012. Tři lidé se usmívají.",
+     ["Běží v Londýně 2012.", "Tři lidé se usmívají."]),
 ])
 def test_a_sentence_may_end_in_a_number(language, text, expected):
     """No ordinals with a period in en and fr; in de only articles,
-    pronouns and numerals start a sentence after one; cs: never."""
+    pronouns and numerals start a sentence after one; in cs any capital
+    (Czech ordinals are followed by lower-case words: "10. května")."""
     assert split_sentences(text, language) == expected
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("en", "A man looks at wall art. A woman argues with the ref. See Art. "
+           "5 and vol. 2.",
+     ["A man looks at wall art.", "A woman argues with the ref.",
+      "See Art. 5 and vol. 2."]),
+    ("en", "The baby is being fed. She said no. It was in May. He saw me. "
+           "Read No. 5.",
+     ["The baby is being fed.", "She said no.", "It was in May.",
+      "He saw me.", "Read No. 5."]),
+    ("de", "Er hat Gold auf dem Bart. Ein Mann sieht mich. Er tut, was er "
+           "mag. Siehe Art. 5.",
+     ["Er hat Gold auf dem Bart.", "Ein Mann sieht mich.",
+      "Er tut, was er mag.", "Siehe Art. 5."]),
+    ("fr", "Le chien attrape la balle au vol. Un homme saute un ravin sec. "
+           "Il lit le vol. 2, art. 5.",
+     ["Le chien attrape la balle au vol.", "Un homme saute un ravin sec.",
+      "Il lit le vol. 2, art. 5."]),
+    ("cs", "Žena stojí poblíž mnoha kol. Nadhazovač dokončuje hod. Muž je "
+           "tu. Dívá se pod. Ptá se co. „Pes běží.“",
+     ["Žena stojí poblíž mnoha kol.", "Nadhazovač dokončuje hod.",
+      "Muž je tu.", "Dívá se pod.", "Ptá se co.", "„Pes běží.“"]),
+])
+def test_ordinary_words_in_sentencex_abbreviation_lists(language, text,
+                                                         expected):
+    """A period after one of `ORDINARY_WORDS` ends the sentence before a
+    capitalised word, and stays an abbreviation's before a digit."""
+    assert split_sentences(text, language) == expected
+
+
+@pytest.mark.parametrize("language", sorted(ORDINARY_WORDS))
+def test_ordinary_words_are_abbreviations_to_sentencex(language):
+    """Each listed word is one sentencex alone does not split after: when a
+    sentencex release drops one, it leaves the list."""
+    for word in ORDINARY_WORDS[language]:
+        text = f"Xx {word}. Yy zz."
+        assert sentencex.segment(language, text) == [text], word
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("de", "Ein Schild wirbt für einen Rabatt von 50 %. Junge Frauen "
+           "tanzen.",
+     ["Ein Schild wirbt für einen Rabatt von 50 %.",
+      "Junge Frauen tanzen."]),
+    ("en", "Gas costs $ 2.52. A girl swings. He sells C.D's. A boy buys "
+           "one.",
+     ["Gas costs $ 2.52.", "A girl swings.", "He sells C.D's.",
+      "A boy buys one."]),
+    ("de", "Ein Schild von avrovulcan.com. Eine Frau schwimmt.",
+     ["Ein Schild von avrovulcan.com.", "Eine Frau schwimmt."]),
+    ("en", "We met at 5 p.m. Then we left. He has a Ph.D. And more.",
+     ["We met at 5 p.m. Then we left.", "He has a Ph.D. And more."]),
+    ("de", "Es war 50 v.Chr. Dann kam er.", ["Es war 50 v.Chr. Dann kam er."]),
+])
+def test_symbols_decimals_and_domains_end_sentences(language, text,
+                                                    expected):
+    """A single non-letter ("%") and a dotted word that is no abbreviation
+    (a decimal, a domain, "C.D's") may end a sentence; dotted
+    abbreviations of short letter groups still do not."""
+    assert split_sentences(text, language) == expected
+
+
+@pytest.mark.parametrize("language, expected", [
+    ("fr", ["Il neige.", "(planche à voile) Une personne navigue."]),
+    ("en", ["Il neige.", "(planche à voile) Une personne navigue."]),
+    ("de", ["Il neige. (planche à voile) Une personne navigue."]),
+    ("cs", ["Il neige. (planche à voile) Une personne navigue."]),
+])
+def test_lower_case_after_an_opening_bracket_is_left_to_sentencex(
+        language, expected):
+    text = "Il neige. (planche à voile) Une personne navigue."
+    assert split_sentences(text, language) == expected
+    assert split_sentences("Wir kamen bzw. gingen.", language) == [
+        "Wir kamen bzw. gingen."]
