@@ -8,7 +8,7 @@ DATA_DIR ?= $(if $(GNMT_TF_DATA),$(GNMT_TF_DATA),$(SHARED_DATA))
 MINUTES ?= 5
 QUICKSTART_DIR ?= runs/quickstart
 
-.PHONY: venv lint test test-all test-beam quickstart clean
+.PHONY: venv lint test test-all test-beam quickstart quickstart-train docs clean
 
 # scripts/check_python.py: say which Python is needed (setup.py's
 # PYTHON_REQUIRES) before creating the virtualenv with the wrong one.
@@ -57,6 +57,11 @@ test-beam: $(BEAM_VENV)/bin/gnmt-tf
 # downloads Multi30k into ~/.cache/gnmt_tf/multi30k (SHA-256 verified) first.
 quickstart: venv
 	$(BIN)/gnmt-tf quickstart $(if $(DATA_DIR),--data-dir $(DATA_DIR)) --model-dir $(QUICKSTART_DIR) --minutes $(MINUTES)
+
+# docs/benchmarks.md from benchmarks/results/*.json (a test fails while it is
+# out of date): run after a benchmark writes its JSON.
+docs: venv
+	$(BIN)/python benchmarks/report.py
 
 clean:
 	rm -rf $(VENV) $(BEAM_VENV) runs .pytest_cache

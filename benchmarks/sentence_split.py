@@ -25,6 +25,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import pysbd  # noqa: E402
 import sentencex  # noqa: E402
 
+from results_file import command_line, write_text_atomic  # noqa: E402
+
 from pipeline.sentence_split import split_sentences  # noqa: E402
 
 LANGUAGES = ("en", "de", "fr", "cs")
@@ -76,7 +78,8 @@ def main():
     args = parser.parse_args()
     results = {"data": "multi30k test_2016_flickr, paragraphs of 2-6 "
                        "consecutive sentences (seed 0)",
-               "pysbd_language_for": PYSBD_LANGUAGE, "languages": {}}
+               "pysbd_language_for": PYSBD_LANGUAGE, "languages": {},
+               "command": command_line("sentence_split.py")}
     totals = {}
     for language in LANGUAGES:
         with gzip.open(args.data_dir / f"test_2016_flickr.{language}.gz",
@@ -106,7 +109,7 @@ def main():
     results["sentence_split_exact"] = {
         name: round(sum(v) / len(v), 4) for name, v in totals.items()}
     print(json.dumps(results["sentence_split_exact"]))
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    write_text_atomic(args.out, json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":
