@@ -67,7 +67,7 @@ def register(subparsers):
     savedmodel.add_argument(
         "--xla", action="store_true",
         help="compile the searches with XLA (one model, no --shortlist): "
-             "faster (README: decoding speed), each new batch shape "
+             "faster (docs/benchmarks.md: XLA), each new batch shape "
              "compiles on its first request; tensorflow_model_server needs "
              "--xla_cpu_compilation_enabled=true")
     savedmodel.add_argument(
