@@ -397,7 +397,15 @@ def render(results_dir=RESULTS_DIR) -> str:
         "command to measure again, then `make docs` to regenerate this page "
         "(`tests/benchmarks_report_test.py` fails while it is out of date). "
         "Most runs are on a shared 2-core CPU machine, so speeds vary with "
-        "its load; each file records its machine and settings.",
+        "its load; each file records its machine and settings. Paths such "
+        "as `/work/zoo/...` are the measuring machine's own (model copies, "
+        "work folders).",
+        "",
+        "The shipped models' scores (their `scores.json` and model cards) "
+        "come from `python benchmarks/model_zoo.py --evaluate-only`; "
+        "`python benchmarks/model_zoo.py --evaluate-only --splits "
+        "test_2016_flickr --directions en-de,en-fr --skip-wmt22` is a quick "
+        "check against them.",
         "",
         *contents,
         "",
