@@ -187,9 +187,10 @@ def run(args):
         t0 = time.perf_counter()
         hyps = translator.translate(sources, options, **task)
         seconds = time.perf_counter() - t0
-        print(f"  {src_lang}->{tgt_lang} ({seconds:.1f} s)")
+        print(f"  {src_lang}->{tgt_lang}")
         for source, hyp in zip(sources, hyps):
             print(f"    {source}\n    => {hyp}")
+        print(f"    ({len(sources)} sentences in {seconds:.1f} s)")
         shown += 1
     if not shown:
         print("  (the model translates none of "
@@ -210,9 +211,9 @@ def run(args):
                                            format="html")
         seconds = time.perf_counter() - t0
         print("".join(f"    {line}\n" for line in PAGE.splitlines())
-              + f"    => ({seconds:.1f} s)\n"
-              + "".join(f"    {line}\n" for line in page.splitlines()),
-              end="", flush=True)
+              + "    =>\n"
+              + "".join(f"    {line}\n" for line in page.splitlines())
+              + f"    ({seconds:.1f} s)", flush=True)
 
     if task is None:
         raise ValueError(f"{args.model} does not translate "
