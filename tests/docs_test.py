@@ -63,6 +63,11 @@ def test_readme_model_table_matches_the_shipped_scores():
             expected = bleu.get(direction, {}).get("test_2016_flickr")
             assert cell == ("–" if expected is None else f"{expected:.2f}"), \
                 (name, direction)
+    # The quickstart's sample output scores the shipped Transformer as its
+    # card does (all of test_2016_flickr, the card's search).
+    quoted = re.findall(r"^BLEU = (\d+\.\d+) ", _text(README), re.M)
+    card = pretrained.describe("multi30k-transformer")["scores"]["sacrebleu"]
+    assert quoted == [f"{card['en-de']['test_2016_flickr']:.2f}"]
 
 
 def _shell_commands(text):
