@@ -15,7 +15,7 @@ Variants tell a leak from warm-up: `--label tcmalloc` with
 allocator), `--sentence 7` (every request the same sentence: batches differ
 only in their row count), `--allowed-batch-sizes 1,2,4,8,16,32` (batches
 padded to six sizes: TensorFlow's memory grows with every new batch size it
-sees, see the README). The allocator settings in the environment
+sees, see docs/benchmarks.md). The allocator settings in the environment
 (`LD_PRELOAD`, `MALLOC_*`) are recorded with the result.
 
 Adds `rss_soak[<model_name>]` (or `rss_soak["<model_name> (<label>)"]`) to

@@ -92,7 +92,7 @@ class SavedModelExporter(Exporter):
         parser.add_argument(
             "--xla", action="store_true",
             help="compile the searches with XLA (one model, no --shortlist): "
-                 "faster (README: decoding speed), each new batch shape "
+                 "faster (docs/benchmarks.md: XLA), each new batch shape "
                  "compiles on its first request; tensorflow_model_server needs "
                  "--xla_cpu_compilation_enabled=true")
         parser.add_argument(

@@ -160,7 +160,7 @@ def _batching(args):
     if args.enable_batching or args.emit_config:
         # Padded to a few sizes: TensorFlow keeps memory for every batch
         # shape it runs, so 32 different sizes make RSS grow for a long
-        # time (README, "Serving under load").
+        # time (docs/benchmarks.md, "Serving under load").
         return BatchingParameters(allowed_batch_sizes=DEFAULT_ALLOWED_SIZES)
     return None
 

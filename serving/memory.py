@@ -11,7 +11,7 @@ resource-op kernels own (an eagerly created SentencePiece tokenizer then
 fails with "Resource ... does not exist"), in this process and for every
 model still loaded.
 `ModelManager` calls it after unloading a version, so the RSS of a server
-that hot-swaps versions stays flat (README, "Serving under faults"). With
+that hot-swaps versions stays flat (docs/benchmarks.md, "Serving under faults"). With
 another C library the last step is skipped.
 """
 

@@ -257,8 +257,8 @@ class TaskSpaceTransformer(Seq2SeqModelBase, QuantizationPoints, keras.Model):
         """The context a step is traced in for an XLA-compiled search
         (`Translator(..., jit_compile_search=True)`): attention with
         products and sums (`one_query_products`), which XLA fuses; the
-        einsums are slower there at batch 32 (see the README's decoding
-        speed section)."""
+        einsums are slower there at batch 32 (docs/benchmarks.md,
+        the whole search compiled by XLA)."""
         return one_query_products(True)
 
     def initial_state(self, encoded, max_length=None, growing_cache=False):

@@ -304,18 +304,33 @@ def test_relative_links_of_the_docs_stay_inside_the_repository():
                 "repository")
 
 
+def _make_plan(target, tmp_path, *variables):
+    result = subprocess.run(
+        ["make", "-n", target, f"VENV={tmp_path / 'venv'}", *variables],
+        cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return [l for l in result.stdout.splitlines()
+            if "gnmt-tf quickstart" in l or "exit 2" in l]
+
+
 def test_make_quickstart_goes_on_without_a_data_directory(tmp_path):
     """Without DATA_DIR it runs `gnmt-tf quickstart`, which downloads."""
-    def plan(data_dir):
-        result = subprocess.run(
-            ["make", "-n", "quickstart", f"VENV={tmp_path / 'venv'}",
-             f"DATA_DIR={data_dir}"], cwd=ROOT, capture_output=True,
-            text=True)
-        assert result.returncode == 0, result.stderr
-        return [l for l in result.stdout.splitlines()
-                if "gnmt-tf quickstart" in l or "exit 2" in l]
+    for target in ("quickstart", "quickstart-train"):
+        lines = _make_plan(target, tmp_path, "DATA_DIR=")
+        assert len(lines) == 1 and "--data-dir" not in lines[0], lines
+        lines = _make_plan(target, tmp_path, "DATA_DIR=/data/multi30k")
+        assert len(lines) == 1 and "--data-dir /data/multi30k" in lines[0], \
+            lines
 
-    lines = plan("")
-    assert len(lines) == 1 and "--data-dir" not in lines[0], lines
-    lines = plan("/data/multi30k")
-    assert len(lines) == 1 and "--data-dir /data/multi30k" in lines[0], lines
+
+def test_make_quickstart_translates_and_quickstart_train_trains(tmp_path):
+    """`make quickstart` runs the shipped model (no training flags);
+    `make quickstart-train MINUTES=...` the training demo."""
+    [line] = _make_plan("quickstart", tmp_path, "DATA_DIR=/d")
+    assert "--train" not in line and "--minutes" not in line, line
+    [line] = _make_plan("quickstart", tmp_path, "DATA_DIR=/d",
+                        "MAX_LINES=50")
+    assert line.endswith("--max-lines 50"), line
+    [line] = _make_plan("quickstart-train", tmp_path, "DATA_DIR=/d",
+                        "MINUTES=60")
+    assert "quickstart --train" in line and "--minutes 60" in line, line

@@ -192,13 +192,13 @@ def register(subparsers):
         default="float32",
         help="with one --model (a Transformer): compute in bfloat16, "
              "faster where the CPU has bfloat16 matmuls (AVX-512 BF16, "
-             "AMX), at a small BLEU cost (README: decoding speed)")
+             "AMX), at a small BLEU cost (docs/benchmarks.md: bfloat16)")
     parser.add_argument(
         "--xla", action="store_true",
         help="with one --model: compile the whole search with XLA (beam "
-             "or greedy; no --shortlist). Same translations; measured "
-             "1.4x faster at batch 32 and 3x at batch 1 (README: decoding "
-             "speed), but each new batch shape compiles first (seconds)")
+             "or greedy; no --shortlist). Same translations, faster (see "
+             "docs/benchmarks.md: the whole search compiled by XLA), but "
+             "each new batch shape compiles first (seconds)")
     parser.add_argument(
         "--plot-attention", metavar="DIR",
         help="write attention heatmaps (PNG) of the first sentences here "

@@ -191,8 +191,7 @@ def run(args):
     except ModuleNotFoundError:
         raise UsageError(
             "translate-beam needs Apache Beam: pip install 'gnmt-tf[beam]' "
-            "(in its own environment: see README, Batch translation with "
-            "Apache Beam)") from None
+            "(in its own environment: see docs/beam.md)") from None
     stray = [a for a in args.pipeline_args
              if a != "--" and not a.startswith("-")]
     if stray and stray == args.pipeline_args[:len(stray)]:

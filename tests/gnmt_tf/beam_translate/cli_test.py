@@ -37,5 +37,5 @@ def test_without_apache_beam_the_error_names_the_extra(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "gnmt-tf translate-beam: error: translate-beam needs Apache Beam: "
-        "pip install 'gnmt-tf[beam]' (in its own environment: see README, "
-        "Batch translation with Apache Beam)")
+        "pip install 'gnmt-tf[beam]' (in its own environment: see "
+        "docs/beam.md)")

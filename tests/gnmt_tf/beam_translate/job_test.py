@@ -3,8 +3,8 @@ lines as `gnmt-tf translate`, shard by shard; a rerun rewrites nothing; a
 deleted output is made again and nothing else; clear errors.
 
 Apache Beam pins protobuf < 7, the main environment protobuf 7, so these
-run in the environment of the `beam` extra (README, Batch translation with
-Apache Beam) and are skipped elsewhere.
+run in the environment of the `beam` extra (docs/beam.md) and are skipped
+elsewhere.
 """
 
 import json
@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip(
     "apache_beam", reason="apache-beam not installed: it needs protobuf < 7 "
-    "(see README, Batch translation with Apache Beam: make test-beam)")
+    "(see docs/beam.md: make test-beam)")
 
 from gnmt_tf.beam_translate import shards  # noqa: E402
 from gnmt_tf.cli.main import main  # noqa: E402
