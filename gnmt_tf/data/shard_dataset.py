@@ -10,7 +10,8 @@ so memory does not grow with corpus size:
       -> shuffle(buffer)                     # bounded
       -> split the TSV line, tokenise in-graph (tensorflow_text
          SentencepieceTokenizer, the model's spm.model)
-      -> drop empty and over-long pairs      # as pipeline.kept_indices
+      -> drop empty and over-long pairs      # as pipeline.kept_indices;
+                                             # fails if none fits
       -> pipeline.bucket_batches             # the same batching as today
 
 Elements are `(features, labels)` as in `gnmt_tf.data.pipeline`, plus the
@@ -29,6 +30,9 @@ from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
 # Shards each corpus reads at once.
 CYCLE_LENGTH = 4
+# A repeated stream fails after this many pairs in a row (or the corpus's
+# size, if larger) are too long, instead of filtering forever.
+MIN_MISSES = 10_000
 
 
 def corpus_lines(prepared_dir, corpus_entry, shuffle=True, seed=None):
@@ -107,7 +111,8 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
     if shuffle:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed,
                                   reshuffle_each_iteration=True)
-    dataset = dataset.filter(lambda x: _fits(x, max_length))
+    dataset = _keep_fitting(dataset, max_length,
+                            max(manifest["counts"]["kept"], MIN_MISSES))
     return bucket_batches(dataset, max_tokens, max_length, pad_to_bucket,
                           bucket_width)
 
@@ -126,6 +131,25 @@ def _example_fn(tokenizer, prefix, constants):
                 **constants}
 
     return example
+
+
+def _keep_fitting(dataset, max_length, max_misses):
+    """Drops the pairs that do not fit `max_length`; fails (instead of
+    filtering a repeated stream forever) after `max_misses` in a row."""
+    message = (f"no sentence pair fits max_length={max_length} subwords in "
+               f"{max_misses} pairs in a row; raise it (--set max_length=N)")
+
+    def step(misses, example):
+        fits = _fits(example, max_length)
+        misses = tf.where(fits, tf.constant(0, tf.int64), misses + 1)
+        check = tf.debugging.Assert(misses < max_misses, [message])
+        with tf.control_dependencies([check]):
+            misses = tf.identity(misses)
+        return misses, (example, fits)
+
+    dataset = dataset.scan(tf.constant(0, tf.int64), step)
+    return dataset.filter(lambda example, fits: fits).map(
+        lambda example, fits: example)
 
 
 def _fits(example, max_length):

@@ -125,3 +125,17 @@ def test_sample_sentences_is_bounded(prepared):
     sample = sample_sentences(out, 5, seed=2)
     assert len(sample) == 5 and set(sample) <= set(everything)
     assert sample != sample_sentences(out, 5, seed=3)
+
+
+def test_fails_instead_of_filtering_forever(prepared, monkeypatch):
+    import tensorflow as tf
+
+    from gnmt_tf.data import shard_dataset as shard_lib
+
+    out, subwords = prepared
+    monkeypatch.setattr(shard_lib, "MIN_MISSES", 50)
+    dataset = shard_lib.shard_dataset(out, subwords, max_tokens=64,
+                                      max_length=2)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="no sentence pair fits max_length=2"):
+        next(iter(dataset))

@@ -47,6 +47,8 @@ def test_train_two_steps_writes_a_checkpoint(data_config, tmp_path):
                       "--model-dir", str(model_dir),
                       "--data-config", str(data_config),
                       "--set", "vocabulary_size=60", "--set", "train_steps=2",
+                      "--set", "max_length=40",
+                      "--set", "max_sequence_length=48",
                       "--set", "checkpoint_every=2", "--log-every", "1000")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "trained to step 2" in result.stdout
@@ -77,3 +79,16 @@ def test_unprepared_data_config(tmp_path):
     assert result.returncode == 2
     assert "holds no prepared data" in result.stderr
     assert not (tmp_path / "m").exists()
+
+
+def test_vocab_from_a_sample_of_the_shards(data_config, tmp_path):
+    result = _gnmt_tf("vocab", "--data-config", str(data_config),
+                      "--max-sentences", "8", "--vocab-size", "40",
+                      "--model-prefix", str(tmp_path / "spm"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "spm.model").exists()
+    result = _gnmt_tf("vocab", "--data-config", str(data_config),
+                      "--max-sentences", "0", "--model-prefix",
+                      str(tmp_path / "x"))
+    assert result.returncode == 2
+    assert "argument --max-sentences: must be" in result.stderr
