@@ -172,6 +172,8 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
     strategy = trainer.make_strategy(strategy)
     chief = workers.is_chief(strategy)
     options = options or TaskSpaceOptions()
+    if data_config is None and options.data is not None:  # --set data=DIR
+        data_config = options.data
     if data_config is not None:
         options = _with_shards(options, data_config, directions)
     if directions is not None and data_config is None:
@@ -303,6 +305,9 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
             shuffle_buffer=train_config.shuffle_buffer,
             seed=train_config.seed, **train_config.bucketing())
     validation = bleu_sample = None
+    if train is None and options.validation_lines:
+        print("note: no validation set when training on prepared shards",
+              file=sys.stderr)
     if options.validation_lines and train is not None:
         try:
             val = data_lib.load_multi30k(data_dir, "val", pairs, tags,

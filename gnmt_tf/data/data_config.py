@@ -156,15 +156,16 @@ def parse_data_config(data, base_dir=".", path=None,
 
 def _parse(path):
     text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix == ".json":
+    if path.suffix == ".json":
+        try:
             return json.loads(text)
-        import yaml
+        except ValueError as e:  # json.JSONDecodeError
+            raise ValueError(f"{path}: not valid JSON: {e}") from None
+    import yaml
 
+    try:
         return yaml.safe_load(text)
-    except (ValueError, ImportError) as e:  # JSONDecodeError is one
-        raise ValueError(f"{path}: not valid JSON: {e}") from None
-    except Exception as e:  # yaml.YAMLError
+    except yaml.YAMLError as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ValueError(f"{path}: not valid YAML: {first}") from None
 
