@@ -59,6 +59,11 @@ def register(subparsers):
     train.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
                        help="Multi30k directory (default $GNMT_TF_DATA, else "
                             "the download cache)")
+    train.add_argument(
+        "--data-config", metavar="FILE",
+        help="train on the shards `gnmt-tf data prepare` made (a data "
+             "configuration with a 'prepared' directory, or that "
+             "directory) instead of Multi30k")
     add_train_arguments(train)
     train.add_argument("--config", metavar="FILE",
                        help="YAML or JSON file of settings (the keys --set "
@@ -147,10 +152,10 @@ def train_from_args(args):
     """Runs `task_space.training.train_task_space` from parsed arguments.
 
     Reads `preset`, `model_dir`, `data_dir`, `overrides`, and, where the
-    parser has them, `config`, `directions`, `tags`, `vocab`, `strategy`,
-    `minutes`, `log_every`. Settings (the `--config` file's, then `--set`)
-    go to `TransformerConfig`, `TrainConfig` or `TaskSpaceOptions`,
-    whichever has them.
+    parser has them, `config`, `data_config`, `directions`, `tags`,
+    `vocab`, `strategy`, `minutes`, `log_every`. Settings (the `--config`
+    file's, then `--set`) go to `TransformerConfig`, `TrainConfig` or
+    `TaskSpaceOptions`, whichever has them.
     """
     import dataclasses
 
@@ -171,7 +176,8 @@ def train_from_args(args):
         model_config, train_config, options, vocab=getattr(args, "vocab", None),
         strategy=getattr(args, "strategy", "default"),
         log_every=getattr(args, "log_every", 100),
-        init_from=getattr(args, "init_from", None))
+        init_from=getattr(args, "init_from", None),
+        data_config=getattr(args, "data_config", None))
     print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
           f"({result.target_tokens_per_s:.0f} target tokens/s); "
           f"model in {args.model_dir}")

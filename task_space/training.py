@@ -31,6 +31,7 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.checks import check_number
 from gnmt_tf.config import TrainConfig
 from gnmt_tf.data import corpus
+from gnmt_tf.data import prepare as prepare_lib
 from gnmt_tf.training import init_from as init_lib
 from task_space import data as data_lib
 from task_space import registry
@@ -69,6 +70,10 @@ class TaskSpaceOptions:
             loss reported at each checkpoint (0 = no validation).
         max_lines: use only the first lines of each training file (None =
             all); for quick experiments.
+        data: a directory of shards prepared by `gnmt-tf data prepare`
+            to train on instead of Multi30k (`--data-config`); the
+            directions and tags then come from its corpora, and there is
+            no validation set.
     """
 
     directions: typing.Optional[str] = None
@@ -76,6 +81,7 @@ class TaskSpaceOptions:
     target_language_token: bool = False
     validation_lines: int = 100
     max_lines: typing.Optional[int] = None
+    data: typing.Optional[str] = None
 
     def __post_init__(self):
         check_number("validation_lines", self.validation_lines, integer=True,
@@ -114,7 +120,8 @@ def read_task_space_config(model_dir, model_types=registry.MODEL_TYPES):
 
 def train_task_space(model_dir, data_dir, directions=None, model_config=None,
                      train_config=None, options=None, vocab=None,
-                     strategy="default", log_every=100, init_from=None):
+                     strategy="default", log_every=100, init_from=None,
+                     data_config=None):
     """Trains (or resumes) a task-space Transformer on Multi30k directions.
 
     On first use the vocabulary is trained (or `vocab` copied) into
@@ -138,6 +145,10 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
             starts from its weights, architecture and vocabulary, the
             optimizer afresh (`gnmt_tf.training.init_from`); a run that
             resumes ignores it.
+        data_config: a data configuration file (its `prepared` directory)
+            or a prepared directory (`gnmt-tf data prepare`): train on its
+            shards, streamed, instead of Multi30k (`data_dir` is then
+            unused); the directions are its corpora's.
 
     Returns:
         `gnmt_tf.training.trainer.TrainResult`.
@@ -161,7 +172,11 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
     strategy = trainer.make_strategy(strategy)
     chief = workers.is_chief(strategy)
     options = options or TaskSpaceOptions()
-    if directions is not None:
+    if data_config is None and options.data is not None:  # --set data=DIR
+        data_config = options.data
+    if data_config is not None:
+        options = _with_shards(options, data_config, directions)
+    if directions is not None and data_config is None:
         if not isinstance(directions, str):
             directions = data_lib.format_directions(directions)
         options = dataclasses.replace(options, directions=directions)
@@ -174,6 +189,22 @@ def train_task_space(model_dir, data_dir, directions=None, model_config=None,
         return _train_task_space(model_dir, data_dir, model_config,
                                  train_config, options, vocab, strategy,
                                  log_every, chief, init_from)
+
+
+def _with_shards(options, data_config, directions):
+    """`options` training on the prepared shards `data_config` names, with
+    their corpora's directions."""
+    from gnmt_tf.data import prepare as prepare_lib
+    from task_space.shard_data import corpus_directions
+
+    if directions is not None:
+        raise ValueError("--directions does not go with --data-config: "
+                         "the directions are its corpora's")
+    prepared = prepare_lib.prepared_dir_of(data_config).resolve()
+    manifest = prepare_lib.read_manifest(prepared)
+    return dataclasses.replace(
+        options, data=str(prepared),
+        directions=data_lib.format_directions(corpus_directions(manifest)))
 
 
 def _train_task_space(model_dir, data_dir, model_config, train_config,
@@ -203,6 +234,10 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
             raise ValueError(
                 f"{model_dir} was trained on directions {saved.directions!r}, "
                 f"not {options.directions!r}; use a new model directory")
+        if options.data is not None and options.data != saved.data:
+            raise ValueError(
+                f"{model_dir} was trained on {saved.data or 'Multi30k'}, not "
+                f"{options.data}; use a new model directory")
         options = dataclasses.replace(
             saved, validation_lines=options.validation_lines)
     elif init_from is not None:
@@ -219,15 +254,25 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         print("note: target_language_token with use_task_space=True: the "
               "model sees the target language twice", file=sys.stderr)
 
-    data_dir = corpus.resolve_data_dir(data_dir)
-    languages = data_lib.directions_languages(pairs)
-    train = data_lib.load_multi30k(data_dir, "train", pairs, tags,
-                                   options.max_lines, model_config.languages)
+    if options.data is not None:
+        from task_space import shard_data
+
+        manifest = prepare_lib.read_manifest(options.data)
+        shard_data.check_manifest(manifest, model_config, tags)
+        train = None
+        train_size = manifest["counts"]["kept"]
+        sentences = _sampled_sentences(options.data, train_config.seed)
+    else:
+        data_dir = corpus.resolve_data_dir(data_dir)
+        train = data_lib.load_multi30k(data_dir, "train", pairs, tags,
+                                       options.max_lines,
+                                       model_config.languages)
+        train_size = len(train)
+        sentences = data_lib.vocabulary_sentences(
+            data_dir, "train", data_lib.directions_languages(pairs),
+            options.max_lines)
     subwords = trainer.prepare_vocabulary(
-        model_dir,
-        data_lib.vocabulary_sentences(data_dir, "train", languages,
-                                      options.max_lines),
-        model_config.vocabulary_size, vocab,
+        model_dir, sentences, model_config.vocabulary_size, vocab,
         user_defined_symbols=[data_lib.target_language_token(lang)
                               for lang in model_config.languages],
         write=chief)
@@ -242,19 +287,28 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
         workers.barrier(strategy)
 
     print(f"training on {len(pairs)} directions "
-          f"({data_lib.format_directions(pairs)}), {len(train)} pairs",
+          f"({data_lib.format_directions(pairs)}), {train_size} pairs",
           file=sys.stderr)
     # Seed before the datasets: their shuffles mix the global seed with
     # their own, so a seed left by earlier code would change the order.
     keras.utils.set_random_seed(train_config.seed)
     encode = dict(subwords=subwords, config=model_config,
                   use_target_language_token=options.target_language_token)
-    dataset = data_lib.make_task_dataset(
-        data_lib.encode_examples(train, **encode), train_config.max_tokens,
-        train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
-        seed=train_config.seed, **train_config.bucketing())
+    if train is None:
+        dataset = shard_data.make_shard_task_dataset(
+            options.data, subwords, model_config, train_config, tags,
+            options.target_language_token)
+    else:
+        dataset = data_lib.make_task_dataset(
+            data_lib.encode_examples(train, **encode),
+            train_config.max_tokens, train_config.max_length,
+            shuffle_buffer=train_config.shuffle_buffer,
+            seed=train_config.seed, **train_config.bucketing())
     validation = bleu_sample = None
-    if options.validation_lines:
+    if train is None and options.validation_lines:
+        print("note: no validation set when training on prepared shards",
+              file=sys.stderr)
+    if options.validation_lines and train is not None:
         try:
             val = data_lib.load_multi30k(data_dir, "val", pairs, tags,
                                          options.validation_lines,
@@ -275,6 +329,14 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
                            validation, log_every=log_every,
                            bleu_sample=bleu_sample, subwords=subwords,
                            init_weights=trainer.init_weights_of(extra))
+
+
+def _sampled_sentences(prepared_dir, seed):
+    """Lazily, a bounded random sample of the shards' sentences for the
+    vocabulary (read only when one is trained)."""
+    from gnmt_tf.data.shard_sample import sample_sentences
+
+    yield from sample_sentences(prepared_dir, seed=seed)
 
 
 def _bleu_sample(examples, lines):
@@ -301,6 +363,12 @@ def finetune_data(model, subwords, payload, data_dir, train_config):
     `config.json`)."""
     config = model.config
     options = TaskSpaceOptions(**payload.get("task_space", {}))
+    if options.data is not None:
+        from task_space.shard_data import make_shard_task_dataset
+
+        return train_config, make_shard_task_dataset(
+            options.data, subwords, config, train_config,
+            data_lib.parse_tags(options.tags), options.target_language_token)
     examples = data_lib.load_multi30k(
         data_dir, "train",
         data_lib.parse_directions(options.directions, config.languages),

@@ -25,6 +25,11 @@ def register(subparsers):
     parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
                         help="directory with train.<lang>[.gz] (default "
                              "$GNMT_TF_DATA, else the Multi30k download cache)")
+    parser.add_argument(
+        "--data-config", metavar="FILE",
+        help="train on the shards `gnmt-tf data prepare` made: a data "
+             "configuration with a 'prepared' directory, or that directory "
+             "(transformer_* presets; instead of --data-dir)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
     parser.add_argument("--config", metavar="FILE",
@@ -101,6 +106,10 @@ def train_gnmt_from_args(args):
     from gnmt_tf.presets import get_preset
     from gnmt_tf.training.trainer import train_gnmt
 
+    if getattr(args, "data_config", None) is not None:
+        raise ValueError(f"--data-config is not supported by the GNMT "
+                         f"preset {args.preset} yet; use a transformer_* "
+                         "preset, or --data-dir")
     overrides = list(args.overrides)
     if args.minutes is not None:
         overrides.append(f"max_minutes={args.minutes}")

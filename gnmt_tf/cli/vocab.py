@@ -8,8 +8,18 @@ coverage = number(above=0, maximum=1, name="coverage")
 def register(subparsers):
     parser = subparsers.add_parser(
         "vocab", help="train a shared SentencePiece (wordpiece) vocabulary")
-    parser.add_argument("--input", nargs="+", required=True,
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", nargs="+",
                         help="text files (.gz allowed), one sentence a line")
+    source.add_argument(
+        "--data-config", metavar="FILE",
+        help="train on a bounded random sample (--max-sentences) of the "
+             "shards `gnmt-tf data prepare` made: a data configuration "
+             "with a 'prepared' directory, or that directory")
+    parser.add_argument("--max-sentences", type=positive_int,
+                        default=None, metavar="N",
+                        help="with --data-config: sample at most N "
+                             "sentences (default 1000000)")
     parser.add_argument("--model-prefix", required=True,
                         help="writes PREFIX.model and PREFIX.vocab")
     parser.add_argument("--vocab-size", type=positive_int, default=8000)
@@ -39,13 +49,24 @@ def run(args):
 
     prefix = pathlib.Path(args.model_prefix)
     for suffix in (".model", ".vocab"):  # the two files SentencePiece writes
-        for path in args.input:
+        for path in args.input or [None]:
             check_output_file(prefix.with_name(prefix.name + suffix),
                               {"--input": path})
     if args.character_coverage and args.max_base_characters:
         raise ValueError("give --character-coverage or "
                          "--max-base-characters, not both")
-    sentences = [line for path in args.input for line in read_lines(path)]
+    if args.max_sentences is not None and not args.data_config:
+        raise ValueError("--max-sentences goes with --data-config")
+    if args.data_config:
+        from gnmt_tf.data.prepare import prepared_dir_of
+        from gnmt_tf.data.shard_sample import (DEFAULT_MAX_SENTENCES,
+                                               sample_sentences)
+
+        sentences = sample_sentences(
+            prepared_dir_of(args.data_config),
+            args.max_sentences or DEFAULT_MAX_SENTENCES)
+    else:
+        sentences = [line for path in args.input for line in read_lines(path)]
     character_coverage = args.character_coverage or 1.0
     if args.max_base_characters:
         character_coverage = coverage_for_base_characters(

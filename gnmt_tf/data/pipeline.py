@@ -110,6 +110,24 @@ def batch_by_length(columns, max_tokens, max_length, shuffle=True,
                                   reshuffle_each_iteration=True)
     if repeat:
         dataset = dataset.repeat()
+    return bucket_batches(dataset, max_tokens, max_length, pad_to_bucket,
+                          bucket_width)
+
+
+def bucket_batches(dataset, max_tokens, max_length, pad_to_bucket=False,
+                   bucket_width=None):
+    """Buckets examples by length into padded batches of about `max_tokens`
+    tokens, then splits off the labels and prefetches.
+
+    Args:
+      dataset: a dataset of dicts of 1-D (or fixed-shape) tensors holding
+        `source_ids`, `target_in_ids` and `labels`.
+      max_tokens, max_length, pad_to_bucket, bucket_width: see
+        `batch_by_length`.
+
+    Returns:
+      A dataset of `(features, labels)`.
+    """
     boundaries = bucket_boundaries(max_length + 1, width=bucket_width)
     batch_sizes = [max(1, max_tokens // b) for b in boundaries]
     batch_sizes.append(max(1, max_tokens // (max_length + 1)))
