@@ -7,7 +7,8 @@ downloading the corpus there first (SHA-256 verified) when it is not there yet.
 import os
 import sys
 
-from gnmt_tf.cli.arg_types import non_negative_int, positive_float, positive_int
+from gnmt_tf.cli.arg_types import (beam_size, non_negative_int,
+                                   positive_float, positive_int)
 
 
 def register(subparsers):
@@ -19,7 +20,7 @@ def register(subparsers):
     parser.add_argument("--minutes", type=positive_float, default=5.0,
                         help="training time budget (longer trains better)")
     parser.add_argument("--preset", default="gnmt_small")
-    parser.add_argument("--beam-size", type=positive_int, default=5)
+    parser.add_argument("--beam-size", type=beam_size, default=5)
     parser.add_argument("--show", type=non_negative_int, default=5,
                         help="translations to print")
     parser.add_argument(

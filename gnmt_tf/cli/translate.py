@@ -25,8 +25,10 @@ import importlib
 import sys
 
 from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import (finite_float, non_negative_int,
-                                   positive_float, positive_int, probability)
+from gnmt_tf.cli.arg_types import (beam_size, finite_float,
+                                   non_negative_int, positive_float,
+                                   positive_int, probability)
+from gnmt_tf.checks import MAX_BEAM_SIZE
 from gnmt_tf.config import PRECISIONS
 
 # The document mode's implementation, loaded by name (`gateway.cli`).
@@ -47,8 +49,9 @@ _SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6)
 
 def add_search_arguments(parser):
     """Adds the search flags (`search_options` reads them)."""
-    parser.add_argument("--beam-size", type=positive_int, default=None,
-                        help="1 = greedy search (default 5)")
+    parser.add_argument("--beam-size", type=beam_size, default=None,
+                        help="1 = greedy search (default 5, at most "
+                             f"{MAX_BEAM_SIZE})")
     parser.add_argument("--alpha", type=finite_float, default=None,
                         help="GNMT length-normalisation exponent (default 0.6)")
     parser.add_argument("--beta", type=finite_float, default=None,
@@ -58,7 +61,7 @@ def add_search_arguments(parser):
     parser.add_argument("--early-stopping", default=None,
                         choices=["gnmt", "exact", "none"],
                         help="default gnmt")
-    parser.add_argument("--n-best", type=positive_int, default=None,
+    parser.add_argument("--n-best", type=beam_size, default=None,
                         help="print N hypotheses per input as 'i ||| text ||| "
                              "score' (default 1)")
     parser.add_argument(
