@@ -54,3 +54,55 @@ def test_search_options_refuse_a_beam_too_large():
     with pytest.raises(ValueError, match=r"beam_size must be an integer in "
                                          rf"\[1, {MAX_BEAM_SIZE}\]"):
         SearchOptions(beam_size=MAX_BEAM_SIZE + 1)
+
+
+@pytest.fixture
+def tflite_alone(tmp_path):
+    """The shipped GNMT's int8 TFLite file in a folder of its own."""
+    path = tmp_path / "model_int8.tflite"
+    shutil.copyfile(tflite_path(SHIPPED), path)
+    return path
+
+
+def test_a_tflite_file_without_its_vocabulary(tflite_alone, capsys):
+    code, out, err = run(["translate", "--tflite", tflite_alone], capsys)
+    assert_one_line_error(code, err, f"{tflite_alone.parent / 'spm.model'}: "
+                                     "no such file: the SentencePiece "
+                                     "vocabulary of")
+    assert out == ""
+
+
+def test_a_tflite_file_with_a_broken_vocabulary(tflite_alone, capsys):
+    (tflite_alone.parent / "spm.model").write_text("not a model\n")
+    code, _, err = run(["translate", "--tflite", tflite_alone], capsys)
+    assert_one_line_error(code, err, "spm.model is not a SentencePiece model")
+
+
+def test_a_truncated_tflite_file(tflite_alone, capsys):
+    data = tflite_alone.read_bytes()
+    tflite_alone.write_bytes(data[:len(data) // 50])
+    code, _, err = run(["translate", "--tflite", tflite_alone], capsys)
+    assert_one_line_error(code, err, f"{tflite_alone} is not a TFLite model")
+
+
+def test_a_truncated_onnx_export(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["source_ids"], ["memory"])], "g",
+        [helper.make_tensor_value_info("source_ids", TensorProto.INT32,
+                                       [1, None])],
+        [helper.make_tensor_value_info("memory", TensorProto.INT32,
+                                       [1, None])])
+    data = helper.make_model(graph).SerializeToString()
+    for name in ("encode.onnx", "decode_step.onnx"):
+        (tmp_path / name).write_bytes(data[:len(data) // 2])
+    shutil.copyfile(tflite_path(SHIPPED).parent / "spm.model",
+                    tmp_path / "spm.model")
+    assert onnx.load_from_string(data)  # whole, it loads
+    code, out, err = run(["translate", "--onnx", tmp_path], capsys)
+    assert_one_line_error(code, err, f"{tmp_path / 'encode.onnx'}: ONNX "
+                                     "Runtime cannot load it (truncated")
+    assert out == ""
