@@ -466,8 +466,9 @@ def check_files(args):
     """Checks `--output` before any work (see `gnmt_tf.io_utils`)."""
     from gnmt_tf.io_utils import check_output_file
 
-    check_output_file(getattr(args, "output", None),
-                      {"--input": getattr(args, "input", None)})
+    source = getattr(args, "input", None)
+    check_output_file(getattr(args, "output", None), {"--input": source},
+                      reads_stdin=not source)
 
 
 def served_task_inputs(args):

@@ -106,3 +106,30 @@ def test_a_truncated_onnx_export(tmp_path, capsys):
     assert_one_line_error(code, err, f"{tmp_path / 'encode.onnx'}: ONNX "
                                      "Runtime cannot load it (truncated")
     assert out == ""
+
+
+@pytest.mark.parametrize("flags", [[], ["--format", "text", "--tgt-lang",
+                                        "de"]])
+def test_output_that_is_the_file_on_stdin_is_refused(flags, tmp_path,
+                                                     monkeypatch, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("A dog runs.\n")
+    with open(source, encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        code, out, err = run(["translate", "--tflite", SHIPPED, "--output",
+                              source] + flags, capsys)
+    assert_one_line_error(code, err, f"output {source} is the same file as "
+                                     "standard input")
+    assert source.read_text() == "A dog runs.\n"
+
+
+def test_output_beside_a_stdin_file_is_written(tmp_path, monkeypatch,
+                                               capsys):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("A dog runs.\n")
+    with open(source, encoding="utf-8") as stdin:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        code, _, err = run(["translate", "--tflite", SHIPPED, "--output",
+                            target], capsys)
+    assert code == 0, err
+    assert target.read_text() == "Ein Hund rennt.\n"
