@@ -87,6 +87,7 @@ def register(subparsers):
     task_flags.add_task_arguments(translate)
     translate_cli.add_search_arguments(translate)
     translate_cli.add_vocabulary_arguments(translate)
+    translate_cli.add_sentence_split_argument(translate)
     translate.set_defaults(func=translate_cli.run, server=None, tflite=None)
 
     evaluate = sub.add_parser(

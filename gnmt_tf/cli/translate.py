@@ -5,7 +5,9 @@ The model is a trained model directory (``--model``), a TF Serving endpoint
 directory (``--onnx``); the two exports are searched on the host by
 `gnmt_tf.host_translator`. Task-space models take ``--src-lang``,
 ``--tgt-lang`` and ``--tags`` with each. Input is read and output written
-a chunk at a time (`gnmt_tf.cli.streaming`).
+a chunk at a time (`gnmt_tf.cli.streaming`); a line of several sentences
+is split into them and their translations joined back into one output
+line (`gnmt_tf.cli.sentence_lines`; `--no-split-sentences` turns it off).
 
 With a document-pipeline flag (``--format``, ``--src-lang auto``,
 ``--glossary``, ``--qe``, ``--min-quality``) the whole input is one document
@@ -162,7 +164,8 @@ def served_search_options(args):
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "translate", help="translate raw text, one sentence a line")
+        "translate", help="translate raw text, line by line (a line of "
+                          "several sentences split into them)")
     parser.add_argument("--model", action="append",
                         help="trained model directory, or the name of a "
                              "shipped model (gnmt-tf models); repeat it for "
@@ -248,8 +251,66 @@ def register(subparsers):
              "them re-ranked, best first per sentence")
     add_vocabulary_arguments(parser)
     task_flags.add_task_arguments(parser)
+    add_sentence_split_argument(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_sentence_split_argument(parser):
+    """Adds --no-split-sentences (`sentence_lines` reads it)."""
+    parser.add_argument(
+        "--no-split-sentences", dest="split_sentences", action="store_false",
+        help="translate each input line as one sentence; by default a line "
+             "of several sentences is split, its sentences translated and "
+             "joined back into one output line (not with --n-best > 1, "
+             "--constraints, --glossary-constraints, --plot-attention, "
+             "--pipeline or --rescore: lines go whole there)")
+
+
+def sentence_lines(args, model=None, task=None):
+    """The `SentenceLines` that splits the input lines into sentences, or
+    None where lines go whole (`--no-split-sentences`, n-best lists,
+    per-line constraints, attention plots).
+
+    Args:
+      args: the parsed flags.
+      model: what describes the model (its `fixed_task` gives a GNMT
+        model's languages), or None.
+      task: dict. The task arguments (`src_lang`, `tgt_lang`), or None.
+    """
+    if not getattr(args, "split_sentences", True) or any(
+            getattr(args, flag, None) for flag in (
+                "constraints", "glossary_constraints", "plot_attention")):
+        return None
+    if (getattr(args, "n_best", None) or 1) > 1:
+        return None
+    from gnmt_tf.cli.sentence_lines import SentenceLines
+
+    languages = {**(getattr(model, "fixed_task", None) or {}),
+                 **(task or {})}
+    return SentenceLines(languages.get("src_lang"),
+                         languages.get("tgt_lang"))
+
+
+def _per_line(lines, translate_chunk, merge=None):
+    """`translate_chunk` over the sentences of each line (`lines` a
+    `SentenceLines`; `merge` as `SentenceLines.wrap`'s), or as it is when
+    `lines` is None."""
+    return translate_chunk if lines is None else lines.wrap(translate_chunk,
+                                                            merge)
+
+
+def _merge_served(results, joiner):
+    """One line's `TranslationResult` from its sentences': the first
+    failure, else the translations joined."""
+    failed = next((r for r in results if r.error), None)
+    if failed is not None:
+        return failed
+    scores = [r.score for r in results]
+    return dataclasses.replace(
+        results[0], source=" ".join(r.source for r in results),
+        translation=joiner.join(r.translation or "" for r in results),
+        score=None if None in scores else sum(scores))
 
 
 def add_document_arguments(parser):
@@ -528,9 +589,11 @@ def _translate_through_server(args):
                          f"{options['coverage_penalty']}")
                 raise ValueError(f"{args.server} refused {flags}: "
                                  f"{_one_line(str(e))}") from None
+        lines = sentence_lines(args, task=served_task_inputs(args))
         return streaming.translate_stream(
             args.input, args.output, getattr(args, "batch_size", 32),
-            client.translate_detailed, _served_lines)
+            _per_line(lines, client.translate_detailed, _merge_served),
+            _served_lines)
 
 
 def _rescore(args, translator, options, task):
@@ -586,8 +649,10 @@ def _translate_on_host(args, flag):
             max_length_ratio=options.max_length_ratio,
             beam_width=options.beam_width, **task)
 
+    lines = sentence_lines(args, translator, task)
     return streaming.translate_stream(
-        args.input, args.output, args.batch_size, translate_chunk,
+        args.input, args.output, args.batch_size,
+        _per_line(lines, translate_chunk),
         lambda sentences, results, first: (
             format_results(results, options, first), 0))
 
@@ -685,9 +750,10 @@ def run(args):
             plots.add(translator, sentences, results, first, **task)
         return format_results(results, options, first), 0
 
+    lines = sentence_lines(args, translator.model, task)
     status = streaming.translate_stream(
-        args.input, args.output, args.batch_size, translate_chunk,
-        format_chunk)
+        args.input, args.output, args.batch_size,
+        _per_line(lines, translate_chunk), format_chunk)
     if constraints:
         constraints.check_all_used(read[0])
     return status
