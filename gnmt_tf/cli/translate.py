@@ -313,6 +313,21 @@ def _merge_served(results, joiner):
         score=None if None in scores else sum(scores))
 
 
+def checking_scripts(vocabulary_path, format_chunk):
+    """`(format_chunk, check)`: `format_chunk` that also runs an
+    `UnknownScriptCheck` of the model's vocabulary over the input lines;
+    `check.report()` warns about what it found."""
+    from gnmt_tf.cli.unknown_script import UnknownScriptCheck
+
+    check = UnknownScriptCheck(vocabulary_path)
+
+    def format_and_check(sentences, results, first):
+        check.add(sentences, first)
+        return format_chunk(sentences, results, first)
+
+    return format_and_check, check
+
+
 def add_document_arguments(parser):
     """The document-pipeline flags (any of them selects the document
     mode; `--src-lang auto` too)."""
@@ -650,11 +665,14 @@ def _translate_on_host(args, flag):
             beam_width=options.beam_width, **task)
 
     lines = sentence_lines(args, translator, task)
-    return streaming.translate_stream(
-        args.input, args.output, args.batch_size,
-        _per_line(lines, translate_chunk),
-        lambda sentences, results, first: (
+    format_chunk, check = checking_scripts(
+        translator.vocabulary_path, lambda sentences, results, first: (
             format_results(results, options, first), 0))
+    status = streaming.translate_stream(
+        args.input, args.output, args.batch_size,
+        _per_line(lines, translate_chunk), format_chunk)
+    check.report()
+    return status
 
 
 def run(args):
@@ -751,11 +769,14 @@ def run(args):
         return format_results(results, options, first), 0
 
     lines = sentence_lines(args, translator.model, task)
+    format_chunk, check = checking_scripts(translator.subwords.model_path,
+                                           format_chunk)
     status = streaming.translate_stream(
         args.input, args.output, args.batch_size,
         _per_line(lines, translate_chunk), format_chunk)
     if constraints:
         constraints.check_all_used(read[0])
+    check.report()
     return status
 
 
