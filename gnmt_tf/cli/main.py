@@ -9,12 +9,13 @@ must stay as light.
 The native libraries' log lines (TensorFlow's start-up lines, LiteRT's) are
 kept off stderr unless `gnmt-tf --verbose` (`gnmt_tf.cli.native_logs`), so
 a command's stderr holds its own messages only; an error is one line and
-exit status 2.
+exit status 2, a warning one line (`warning: ...`).
 """
 
 import argparse
 import importlib
 import sys
+import warnings
 
 from gnmt_tf.cli import native_logs
 from gnmt_tf.errors import UsageError
@@ -86,10 +87,20 @@ def main(argv=None) -> int:
         return run_command(args)
 
 
+def _show_warning(message, category, filename, lineno, file=None,
+                  line=None):
+    """A Python warning as one line, `warning: MESSAGE` (no source line)."""
+    del category, filename, lineno, line
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
 def run_command(args) -> int:
-    """Runs the parsed command; a user error is one line, exit status 2."""
+    """Runs the parsed command; a user error is one line, exit status 2,
+    and a warning one line too."""
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args) or 0
     except (UsageError, OSError, ValueError, TypeError,
             UnicodeDecodeError) as e:
         return _error(args, describe_error(e))
