@@ -11,6 +11,10 @@ joined with a space (nothing for Chinese, Japanese and Thai targets). A
 line of one sentence is sent as it is, so its output is what it was
 without splitting; the output keeps one line per input line.
 
+Lines go whole with `--no-split-sentences` (`add_argument`), and where a
+result per line cannot be made of sentences: n-best lists, per-line
+constraints, attention plots (`from_args`).
+
 Example:
 ```python
 translate_lines = SentenceLines("en", "de").wrap(
@@ -103,3 +107,60 @@ def _renumbered(error, groups):
             return type(error)(where + message[match.end():])
         number -= len(group)
     return error
+
+
+def merge_results(results, joiner):
+    """One line's `serving.client.TranslationResult` from its sentences':
+    the first failure, else the translations joined and the scores
+    added."""
+    failed = next((r for r in results if r.error), None)
+    if failed is not None:
+        return failed
+    scores = [r.score for r in results]
+    return dataclasses.replace(
+        results[0], source=" ".join(r.source for r in results),
+        translation=joiner.join(r.translation or "" for r in results),
+        score=None if None in scores else sum(scores))
+
+
+def add_argument(parser):
+    """Adds --no-split-sentences (`from_args` reads it)."""
+    parser.add_argument(
+        "--no-split-sentences", dest="split_sentences", action="store_false",
+        help="translate each input line as one sentence; by default a line "
+             "of several sentences is split, its sentences translated and "
+             "joined back into one output line (not with --n-best > 1, "
+             "--constraints, --glossary-constraints, --plot-attention, "
+             "--pipeline or --rescore: lines go whole there)")
+
+
+def from_args(args, model=None, task=None):
+    """The `SentenceLines` for the flags in `args`, or None where lines go
+    whole (`--no-split-sentences`, n-best lists, per-line constraints,
+    attention plots).
+
+    Args:
+      args: the parsed flags.
+      model: what describes the model (its `fixed_task` gives a GNMT
+        model's languages), or None.
+      task: dict. The task arguments (`src_lang`, `tgt_lang`), or None.
+    """
+    if not getattr(args, "split_sentences", True) or any(
+            getattr(args, flag, None) for flag in (
+                "constraints", "glossary_constraints", "plot_attention")):
+        return None
+    if (getattr(args, "n_best", None) or 1) > 1:
+        return None
+    languages = {**(getattr(model, "fixed_task", None) or {}),
+                 **(task or {})}
+    return SentenceLines(languages.get("src_lang"),
+                         languages.get("tgt_lang"))
+
+
+def per_line(lines, translate_sentences, merge=None):
+    """`translate_sentences` over the sentences of each line (`lines` a
+    `SentenceLines`; `merge` as `SentenceLines.wrap`'s), or as it is when
+    `lines` is None."""
+    if lines is None:
+        return translate_sentences
+    return lines.wrap(translate_sentences, merge)

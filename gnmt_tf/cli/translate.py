@@ -26,7 +26,7 @@ import dataclasses
 import importlib
 import sys
 
-from gnmt_tf.cli import streaming, task_flags
+from gnmt_tf.cli import sentence_lines, streaming, task_flags, unknown_script
 from gnmt_tf.cli.arg_types import (beam_size, finite_float,
                                    non_negative_int, positive_float,
                                    positive_int, probability)
@@ -251,81 +251,9 @@ def register(subparsers):
              "them re-ranked, best first per sentence")
     add_vocabulary_arguments(parser)
     task_flags.add_task_arguments(parser)
-    add_sentence_split_argument(parser)
+    sentence_lines.add_argument(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def add_sentence_split_argument(parser):
-    """Adds --no-split-sentences (`sentence_lines` reads it)."""
-    parser.add_argument(
-        "--no-split-sentences", dest="split_sentences", action="store_false",
-        help="translate each input line as one sentence; by default a line "
-             "of several sentences is split, its sentences translated and "
-             "joined back into one output line (not with --n-best > 1, "
-             "--constraints, --glossary-constraints, --plot-attention, "
-             "--pipeline or --rescore: lines go whole there)")
-
-
-def sentence_lines(args, model=None, task=None):
-    """The `SentenceLines` that splits the input lines into sentences, or
-    None where lines go whole (`--no-split-sentences`, n-best lists,
-    per-line constraints, attention plots).
-
-    Args:
-      args: the parsed flags.
-      model: what describes the model (its `fixed_task` gives a GNMT
-        model's languages), or None.
-      task: dict. The task arguments (`src_lang`, `tgt_lang`), or None.
-    """
-    if not getattr(args, "split_sentences", True) or any(
-            getattr(args, flag, None) for flag in (
-                "constraints", "glossary_constraints", "plot_attention")):
-        return None
-    if (getattr(args, "n_best", None) or 1) > 1:
-        return None
-    from gnmt_tf.cli.sentence_lines import SentenceLines
-
-    languages = {**(getattr(model, "fixed_task", None) or {}),
-                 **(task or {})}
-    return SentenceLines(languages.get("src_lang"),
-                         languages.get("tgt_lang"))
-
-
-def _per_line(lines, translate_chunk, merge=None):
-    """`translate_chunk` over the sentences of each line (`lines` a
-    `SentenceLines`; `merge` as `SentenceLines.wrap`'s), or as it is when
-    `lines` is None."""
-    return translate_chunk if lines is None else lines.wrap(translate_chunk,
-                                                            merge)
-
-
-def _merge_served(results, joiner):
-    """One line's `TranslationResult` from its sentences': the first
-    failure, else the translations joined."""
-    failed = next((r for r in results if r.error), None)
-    if failed is not None:
-        return failed
-    scores = [r.score for r in results]
-    return dataclasses.replace(
-        results[0], source=" ".join(r.source for r in results),
-        translation=joiner.join(r.translation or "" for r in results),
-        score=None if None in scores else sum(scores))
-
-
-def checking_scripts(vocabulary_path, format_chunk):
-    """`(format_chunk, check)`: `format_chunk` that also runs an
-    `UnknownScriptCheck` of the model's vocabulary over the input lines;
-    `check.report()` warns about what it found."""
-    from gnmt_tf.cli.unknown_script import UnknownScriptCheck
-
-    check = UnknownScriptCheck(vocabulary_path)
-
-    def format_and_check(sentences, results, first):
-        check.add(sentences, first)
-        return format_chunk(sentences, results, first)
-
-    return format_and_check, check
 
 
 def add_document_arguments(parser):
@@ -604,10 +532,12 @@ def _translate_through_server(args):
                          f"{options['coverage_penalty']}")
                 raise ValueError(f"{args.server} refused {flags}: "
                                  f"{_one_line(str(e))}") from None
-        lines = sentence_lines(args, task=served_task_inputs(args))
+        lines = sentence_lines.from_args(args,
+                                         task=served_task_inputs(args))
         return streaming.translate_stream(
             args.input, args.output, getattr(args, "batch_size", 32),
-            _per_line(lines, client.translate_detailed, _merge_served),
+            sentence_lines.per_line(lines, client.translate_detailed,
+                                    sentence_lines.merge_results),
             _served_lines)
 
 
@@ -664,13 +594,13 @@ def _translate_on_host(args, flag):
             max_length_ratio=options.max_length_ratio,
             beam_width=options.beam_width, **task)
 
-    lines = sentence_lines(args, translator, task)
-    format_chunk, check = checking_scripts(
+    lines = sentence_lines.from_args(args, translator, task)
+    format_chunk, check = unknown_script.checking(
         translator.vocabulary_path, lambda sentences, results, first: (
             format_results(results, options, first), 0))
     status = streaming.translate_stream(
         args.input, args.output, args.batch_size,
-        _per_line(lines, translate_chunk), format_chunk)
+        sentence_lines.per_line(lines, translate_chunk), format_chunk)
     check.report()
     return status
 
@@ -768,12 +698,12 @@ def run(args):
             plots.add(translator, sentences, results, first, **task)
         return format_results(results, options, first), 0
 
-    lines = sentence_lines(args, translator.model, task)
-    format_chunk, check = checking_scripts(translator.subwords.model_path,
-                                           format_chunk)
+    lines = sentence_lines.from_args(args, translator.model, task)
+    format_chunk, check = unknown_script.checking(
+        translator.subwords.model_path, format_chunk)
     status = streaming.translate_stream(
         args.input, args.output, args.batch_size,
-        _per_line(lines, translate_chunk), format_chunk)
+        sentence_lines.per_line(lines, translate_chunk), format_chunk)
     if constraints:
         constraints.check_all_used(read[0])
     check.report()

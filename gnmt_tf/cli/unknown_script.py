@@ -80,3 +80,16 @@ class UnknownScriptCheck:
         print(f"warning: {what} {listed}) {verb} mostly in letters the "
               "model's vocabulary lacks (a script it never saw): "
               f"{whose} cannot be trusted", file=stream or sys.stderr)
+
+
+def checking(vocabulary_path, format_chunk):
+    """`(format_chunk, check)` for `gnmt_tf.cli.streaming.translate_stream`:
+    `format_chunk` that also runs an `UnknownScriptCheck` of the model's
+    vocabulary over the input lines; `check.report()` warns at the end."""
+    check = UnknownScriptCheck(vocabulary_path)
+
+    def format_and_check(lines, results, first):
+        check.add(lines, first)
+        return format_chunk(lines, results, first)
+
+    return format_and_check, check

@@ -81,12 +81,12 @@ def test_an_error_names_the_line_and_its_sentence():
 
 
 def test_served_results_merge_into_the_line():
-    from gnmt_tf.cli.translate import _merge_served
+    from gnmt_tf.cli.sentence_lines import merge_results
     from serving.client import TranslationResult
 
     done = [TranslationResult("A.", "X.", -1.0), TranslationResult("B.",
                                                                    "Y.", -2.0)]
-    merged = _merge_served(done, " ")
+    merged = merge_results(done, " ")
     assert (merged.translation, merged.score) == ("X. Y.", -3.0)
     failed = TranslationResult("B.", None, error="UNAVAILABLE: down")
-    assert _merge_served([done[0], failed], " ") is failed
+    assert merge_results([done[0], failed], " ") is failed
