@@ -9,6 +9,14 @@ is; the typed configs (`gnmt_tf.config`, `task_space`) call it in
 import math
 import numbers
 
+# The largest beam any search takes. The search holds beam_size x batch
+# hypotheses, each with its decoder state (a Transformer's KV cache) and a
+# row of log-probabilities over the whole vocabulary, so a beam of
+# thousands exhausts memory; beams above about 10 rarely gain BLEU (Koehn
+# and Knowles 2017, "Six challenges for NMT"), and 128 leaves room for
+# studies of large beams.
+MAX_BEAM_SIZE = 128
+
 
 def describe(integer=False, minimum=None, above=None, maximum=None,
              below=None) -> str:

@@ -92,6 +92,45 @@ def encode_sources(runtime, sources, task):
     return {name: value[order] for name, value in state.items()}
 
 
+def _read_metadata(path):
+    """An export's ``model.json`` ({} when there is none).
+
+    Raises:
+      ValueError: it is not a JSON object.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        metadata = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(metadata, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return metadata
+
+
+def _load_vocabulary(path, model_path):
+    """The `SentencePieceProcessor` of the SentencePiece model at `path`,
+    the vocabulary of the export at `model_path`.
+
+    Raises:
+      FileNotFoundError: `path` is no file.
+      ValueError: it is not a SentencePiece model.
+    """
+    import sentencepiece as spm
+
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such file: the SentencePiece vocabulary of "
+            f"{model_path} (gnmt-tf export writes {VOCABULARY_FILE} next to "
+            "the model; copy it there)")
+    try:
+        return spm.SentencePieceProcessor(model_file=str(path))
+    except (RuntimeError, OSError) as e:  # sentencepiece's load errors
+        raise ValueError(f"{path} is not a SentencePiece model "
+                         f"({' '.join(str(e).split())})") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
     """One translation: its text and its search score."""
@@ -126,7 +165,7 @@ class HostTranslator:
         takes).
       source_prefix: `(input name, ids)` or None, as a `Seq2SeqModel`'s.
       sentencepiece: the `SentencePieceProcessor`; bos_id, eos_id its
-        start and end tokens.
+        start and end tokens; vocabulary_path its file.
       encode_inputs: tuple of str. `encode`'s input names.
       max_source_length: int or None. Longest source in ids, end token and
         source prefix included (the runtime's fixed length, else
@@ -136,20 +175,18 @@ class HostTranslator:
         a hypothesis cut there has no end token.
 
     Raises:
+      FileNotFoundError: no SentencePiece model.
       ValueError: the runtime's `encode` takes inputs ``model.json`` does
-        not describe.
+        not describe; an unreadable ``model.json`` or SentencePiece model.
     """
 
     def __init__(self, runtime, vocabulary_path=None, metadata_path=None):
-        import sentencepiece as spm
-
         self.runtime = runtime
         directory = (runtime.path if runtime.path.is_dir()
                      else runtime.path.parent)
         metadata_path = pathlib.Path(metadata_path
                                      or directory / METADATA_FILE)
-        metadata = (json.loads(metadata_path.read_text(encoding="utf-8"))
-                    if metadata_path.is_file() else {})
+        metadata = _read_metadata(metadata_path)
         self._task_inputs = tuple(TaskInput.from_json(t)
                                   for t in metadata.get("task_inputs", ()))
         self.trained_tasks = metadata.get("trained_tasks")
@@ -158,8 +195,10 @@ class HostTranslator:
         prefix = metadata.get("source_prefix")
         self.source_prefix = (None if prefix is None
                               else (prefix["input"], tuple(prefix["ids"])))
-        self.sentencepiece = spm.SentencePieceProcessor(
-            model_file=str(vocabulary_path or directory / VOCABULARY_FILE))
+        self.vocabulary_path = pathlib.Path(vocabulary_path
+                                            or directory / VOCABULARY_FILE)
+        self.sentencepiece = _load_vocabulary(self.vocabulary_path,
+                                              runtime.path)
         self.bos_id = self.sentencepiece.bos_id()
         self.eos_id = self.sentencepiece.eos_id()
         self.encode_inputs = runtime.encode_inputs

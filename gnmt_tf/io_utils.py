@@ -5,7 +5,8 @@ a hidden temporary file in the destination's folder and is renamed over the
 destination only when all of it is written (`os.replace` is atomic within a
 file system). A failure or an interrupt leaves an existing file as it was and
 removes the temporary one. `check_output_file` refuses an output that is
-one of the inputs, which would otherwise be emptied before it is read.
+one of the inputs (or the file on standard input): the input would be
+replaced by what the command made of it.
 
 Example:
 ```python
@@ -19,6 +20,7 @@ import contextlib
 import errno
 import os
 import pathlib
+import sys
 import tempfile
 
 
@@ -125,16 +127,27 @@ def _check_destination(path: pathlib.Path):
                                 str(path.parent))
 
 
-def check_output_file(output, inputs=None):
+def _is_stdin(path) -> bool:
+    """Whether `path` is the file on standard input (`cmd < path`)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdin.fileno()), os.stat(path))
+    except (AttributeError, OSError, ValueError):  # no stdin file, no path
+        return False
+
+
+def check_output_file(output, inputs=None, reads_stdin=False):
     """Checks an output file before any work: its folder exists, it is not
     a folder, and it is none of the input files.
 
     Args:
       output: str or Path or None (stdout: nothing to check).
       inputs: `{flag or name: path or None}` of the files the command reads.
+      reads_stdin: bool. The command reads standard input too: `output`
+        must not be the file redirected to it (`cmd --output F < F`).
 
     Raises:
-      ValueError: `output` is (a link to) one of the `inputs`.
+      ValueError: `output` is (a link to) one of the `inputs`, or the file
+        on standard input.
       IsADirectoryError / FileNotFoundError: `output` is a folder, or its
         folder is missing.
     """
@@ -145,3 +158,6 @@ def check_output_file(output, inputs=None):
         if path and _same_file(output, path):
             raise ValueError(f"output {output} is the same file as {name} "
                              f"{path}; write to another file")
+    if reads_stdin and _is_stdin(output):
+        raise ValueError(f"output {output} is the same file as standard "
+                         "input; write to another file")

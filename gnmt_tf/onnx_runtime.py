@@ -34,6 +34,24 @@ def _onnxruntime():
     return onnxruntime
 
 
+def _session(onnxruntime, path, options, providers):
+    """An `InferenceSession` of the graph at `path`.
+
+    Raises:
+      ValueError: ONNX Runtime cannot load it.
+    """
+    try:
+        return onnxruntime.InferenceSession(str(path), options,
+                                            providers=list(providers))
+    # ONNX Runtime's errors (InvalidProtobuf, Fail, InvalidGraph, ...)
+    # share no base class below Exception.
+    except Exception as e:
+        reason = " ".join(str(e).split()) or type(e).__name__
+        raise ValueError(f"{path}: ONNX Runtime cannot load it (truncated, "
+                         f"or not written by gnmt-tf export onnx): "
+                         f"{reason}") from None
+
+
 class OnnxRuntime:
     """Runs an ONNX export's ``encode.onnx`` and ``decode_step.onnx``.
 
@@ -51,7 +69,8 @@ class OnnxRuntime:
 
     Raises:
       OSError: `export_dir` is missing or not a directory.
-      ValueError: `export_dir` has no ``encode.onnx`` / ``decode_step.onnx``.
+      ValueError: `export_dir` has no ``encode.onnx`` / ``decode_step.onnx``,
+        or one that ONNX Runtime cannot load (a truncated file).
       ImportError: onnxruntime is not installed.
     """
 
@@ -74,8 +93,7 @@ class OnnxRuntime:
         if num_threads:
             options.intra_op_num_threads = int(num_threads)
         self.encode_session, self.step_session = (
-            onnxruntime.InferenceSession(str(self.path / name), options,
-                                         providers=list(providers))
+            _session(onnxruntime, self.path / name, options, providers)
             for name in (ENCODE_FILE, STEP_FILE))
         self.encode_inputs = tuple(sorted(
             i.name for i in self.encode_session.get_inputs()))

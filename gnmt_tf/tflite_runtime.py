@@ -24,6 +24,8 @@ The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
 not installed; nothing else imports TensorFlow.
 """
 
+import errno
+import os
 import pathlib
 
 import numpy as np
@@ -69,15 +71,24 @@ class TFLiteRuntime:
         the model has none).
 
     Raises:
-      ValueError: the model lacks the `encode` / `decode_step` signatures,
-        or has a blocked cache but no `time` input.
+      OSError: `model_path` is no file.
+      ValueError: not a TFLite model (a truncated file), or one that lacks
+        the `encode` / `decode_step` signatures, or has a blocked cache but
+        no `time` input.
     """
 
     def __init__(self, model_path, num_threads=None):
         self.path = pathlib.Path(model_path)
+        if not self.path.is_file():
+            code = errno.EISDIR if self.path.is_dir() else errno.ENOENT
+            raise OSError(code, os.strerror(code), str(self.path))
         self.num_threads = cpu_settings.tflite_threads(num_threads)
-        self.interpreter = interpreter_class()(
-            model_path=str(self.path), num_threads=self.num_threads)
+        try:
+            self.interpreter = interpreter_class()(
+                model_path=str(self.path), num_threads=self.num_threads)
+        except ValueError as e:  # LiteRT's "not a valid Flatbuffer buffer"
+            raise ValueError(f"{self.path} is not a TFLite model "
+                             f"({' '.join(str(e).split())})") from None
         signatures = self.interpreter.get_signature_list()
         if not set(SIGNATURES) <= set(signatures):
             raise ValueError(f"{self.path} has signatures "

@@ -10,6 +10,7 @@ file `export.tflite.export_tflite` writes (its ``spm.model`` and
 import pathlib
 
 from gnmt_tf.host_translator import HostTranslator, Hypothesis
+from gnmt_tf.pretrained import locate_tflite
 from gnmt_tf.tflite_runtime import TFLiteRuntime, interpreter_class
 
 __all__ = ["Hypothesis", "TFLiteTranslator", "interpreter_class"]
@@ -54,20 +55,24 @@ class TFLiteTranslator(HostTranslator):
     @classmethod
     def from_export_dir(cls, path, **kwargs):
         """Opens an `export_tflite` output folder (its one `.tflite`, with
-        `spm.model` and `model.json` beside it), or a `.tflite` file.
+        `spm.model` and `model.json` beside it), a `.tflite` file, or the
+        int8 export of a shipped model given by name
+        (`gnmt_tf.pretrained.locate_tflite`).
 
         Raises:
-          FileNotFoundError: no `.tflite` file in the folder.
-          ValueError: several; pass the one to use.
+          FileNotFoundError: no `.tflite` file in the folder; a path that
+            is neither a folder nor a file nor a shipped model's name.
+          ValueError: several `.tflite` files in the folder; pass the one
+            to use.
         """
         path = pathlib.Path(path)
-        if path.is_dir():
-            models = sorted(path.glob("*.tflite"))
-            if not models:
-                raise FileNotFoundError(f"no .tflite file in {path}")
-            if len(models) > 1:
-                raise ValueError(
-                    f"{path} holds {len(models)} .tflite files "
-                    f"({', '.join(m.name for m in models)}); pass one")
-            path = models[0]
-        return cls(path, **kwargs)
+        if not path.is_dir():
+            return cls(locate_tflite(path), **kwargs)
+        models = sorted(path.glob("*.tflite"))
+        if not models:
+            raise FileNotFoundError(f"no .tflite file in {path}")
+        if len(models) > 1:
+            raise ValueError(
+                f"{path} holds {len(models)} .tflite files "
+                f"({', '.join(m.name for m in models)}); pass one")
+        return cls(models[0], **kwargs)

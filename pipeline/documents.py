@@ -42,6 +42,12 @@ empty and untouched inline elements are appended after it, and a
 the model: `pipeline.markup` takes them out and puts them back at the
 aligned position, always well-nested, so this fallback is for other callers.
 
+Nothing is lost without an error: elements may nest `MAX_NESTING_DEPTH`
+deep (browsers stop nesting at 512 too; libxml2's own limit of 256 is
+lifted), deeper is a `DocumentError`, and so is a repair that dropped
+text (`pipeline.html_text` checks every word of the input against the
+segments and untouched elements).
+
 Limits: `MAX_DOCUMENT_BYTES` (10 MB by default) bounds a document; text that
 itself reads like a placeholder (`<g1>`) is taken for one.
 """
@@ -51,6 +57,8 @@ import dataclasses
 import re
 import warnings
 from typing import Callable, List, Optional, Sequence, Tuple, Union
+
+from pipeline.html_text import lost_text
 
 try:
     from lxml import etree
@@ -62,6 +70,10 @@ except ImportError:  # the gateway extra
         name="lxml") from None
 
 MAX_DOCUMENT_BYTES = 10 * 1024 * 1024
+# Elements nested deeper than this are refused (the document root counts
+# as 1). Each level costs a few Python frames in extraction and markup
+# projection, which this keeps well inside Python's recursion limit.
+MAX_NESTING_DEPTH = 512
 
 BLOCK_TAGS = frozenset("""
 address article aside blockquote body caption center dd details dialog dir
@@ -244,26 +256,40 @@ class HtmlDocument:
         self._doctype = doctype.group(1) if doctype else ""
         self._data = data
         self._runs: List[_Run] = []
+        self._run_texts: List[str] = []  # as extracted, for the text check
         self._attributes: List[Tuple[etree._Element, str]] = []
         self._root = self._parse(text) if text.strip() else None
         if self._root is not None:
             self._collect(self._root)
+            if not self.xhtml:  # XML is parsed strictly: nothing repaired
+                self._check_text_kept(text)
 
     def _parse(self, text: str):
+        # huge_tree: libxml2 stops at 256 levels and drops what is deeper;
+        # MAX_NESTING_DEPTH is checked on the tree instead.
         if self.xhtml:
-            parser = etree.XMLParser(resolve_entities=False, no_network=True)
+            parser = etree.XMLParser(resolve_entities=False, no_network=True,
+                                     huge_tree=True)
             try:
-                return etree.fromstring(text.encode(self.encoding, "xmlcharrefreplace"),
-                                        parser)
+                root = etree.fromstring(
+                    text.encode(self.encoding, "xmlcharrefreplace"), parser)
             except etree.XMLSyntaxError as e:
+                _check_depth_error(e.msg)
                 raise DocumentError(
                     f"line {e.lineno}: malformed XHTML: {e.msg}") from None
-        parser = etree.HTMLParser(no_network=True, remove_blank_text=False)
+            _check_depth(root)
+            return root
+        parser = etree.HTMLParser(no_network=True, remove_blank_text=False,
+                                  huge_tree=True)
         if self._whole:
             root = etree.fromstring(text, parser)
         else:
             root = lxml_html.fragment_fromstring(text, create_parent="div",
                                                  parser=parser)
+        for error in parser.error_log:
+            _check_depth_error(error.message)
+        if root is not None:
+            _check_depth(root)
         repaired = [e for e in parser.error_log
                     if "invalid" not in e.message]  # unknown (HTML5) tags
         if repaired:
@@ -275,6 +301,18 @@ class HtmlDocument:
         if root is None:
             raise DocumentError("empty HTML document")
         return root
+
+    def _check_text_kept(self, text: str) -> None:
+        """Raises `DocumentError` when a repair dropped text of `text`."""
+        kept = [_PLACEHOLDER.sub(" ", text) for text in self._run_texts]
+        kept += ["".join(e.itertext())
+                 for e in self._root.iter(*UNTOUCHED_TAGS)]
+        lost = lost_text(text, kept)
+        if lost:
+            first, count = lost
+            raise DocumentError(
+                f"malformed HTML: repairing it would drop {count} letter(s) "
+                f"of text, first {first[:60]!r}; fix the markup there")
 
     def _collect(self, block) -> None:
         """Runs and attribute segments of `block` and its descendants."""
@@ -301,8 +339,10 @@ class HtmlDocument:
         self._add_run(run)
 
     def _add_run(self, run: _Run) -> None:
-        if _PLACEHOLDER.sub("", self._encode_run(run)).strip():
+        text = self._encode_run(run)
+        if _PLACEHOLDER.sub("", text).strip():
             self._runs.append(run)
+            self._run_texts.append(text)
 
     @property
     def segments(self) -> List[str]:
@@ -329,9 +369,10 @@ class HtmlDocument:
         if _untouched(element) or not (
                 (element.text or "") or len(element)):
             return f"<x{number}/>" + tail
-        inner = (element.text or "") + "".join(
-            self._encode(child, run, True) for child in element)
-        return f"<g{number}>{inner}</g{number}>" + tail
+        inner = [element.text or ""]
+        for child in element:  # a loop: one frame per nesting level
+            inner.append(self._encode(child, run, True))
+        return f"<g{number}>{''.join(inner)}</g{number}>" + tail
 
     def rebuild(self, translated: Sequence[str]) -> Union[bytes, str]:
         """The document with every segment replaced by its translation
@@ -399,6 +440,30 @@ class HtmlDocument:
         if self.binary:
             return text.encode(self.encoding, "xmlcharrefreplace")
         return text
+
+
+def _check_depth_error(message: str) -> None:
+    """Raises `DocumentError` for libxml2's own depth limit (2048 with
+    huge_tree), past which it drops the rest."""
+    if "Excessive depth" in message:
+        raise DocumentError(f"elements nested deeper than "
+                            f"{MAX_NESTING_DEPTH} levels")
+
+
+# The elements one level too deep below the root: "*/*/.../*" (XPath,
+# evaluated by libxml2 level by level, so as fast as the tree is big).
+_TOO_DEEP = etree.XPath("/".join(["*"] * MAX_NESTING_DEPTH))
+
+
+def _check_depth(root) -> None:
+    """Raises `DocumentError` for elements nested deeper than
+    `MAX_NESTING_DEPTH`."""
+    deep = _TOO_DEEP(root)
+    if deep:
+        line = deep[0].sourceline
+        raise DocumentError((f"line {line}: " if line else "") +
+                            f"elements nested deeper than {MAX_NESTING_DEPTH} "
+                            "levels")
 
 
 def _has_text(element) -> bool:

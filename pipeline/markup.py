@@ -15,11 +15,15 @@ guarantee): projected ranges are made to nest like the source tree
 are reordered (the placeholders' order is free), and a sibling that
 overlaps the one before it starts where that one ends. An element whose
 range comes out empty (no word linked, or clipped away) is kept, empty,
-at its projected position, and counted in `repairs`.
+at its projected position, and counted in `repairs`. Whitespace at an
+element's edges in the source stays there in the output where the
+translation has none ("types <x1/> on" never becomes "tippt <x1/>auf"),
+without ever splitting a word.
 """
 
 import dataclasses
 import re
+import unicodedata
 from typing import Callable, List, Optional, Tuple
 
 _TAG = re.compile(r"<(/?)g(\d+)>|<x(\d+)/>")
@@ -36,6 +40,8 @@ class Element:
     end: int = -1
     children: List["Element"] = dataclasses.field(default_factory=list)
     has_text: bool = False  # non-blank plain text inside
+    space_before: bool = False  # whitespace just before it in the source
+    space_after: bool = False  # and just after it
 
 
 class MarkupError(ValueError):
@@ -82,6 +88,10 @@ def strip_markup(segment: str) -> Tuple[str, List[Element]]:
     def mark(elements: List[Element]) -> None:
         for element in elements:
             element.has_text = bool(text[element.start:element.end].strip())
+            element.space_before = text[element.start - 1:element.start] \
+                .isspace()
+            element.space_after = text[element.end:element.end + 1] \
+                .isspace()
             mark(element.children)
 
     mark(top)
@@ -154,23 +164,80 @@ def restore_markup(target: str, elements: List[Element],
                      placed)
     where = {id(element): (a, b) for element, a, b in placed}
     order = {id(element): k for k, (element, _, _) in enumerate(placed)}
-    events: List[Tuple[int, str]] = []
+    events: List[_Tag] = []
 
     def emit(element: Element) -> None:
         a, b = where[id(element)]
+        # An element whose text could not be placed keeps no spacing: the
+        # spaces were around its text.
+        spaced = element.empty or not element.has_text or b > a
+        before = spaced and element.space_before
+        after = spaced and element.space_after
         if element.empty:
-            events.append((a, f"<x{element.number}/>"))
+            events.append(_Tag(a, f"<x{element.number}/>", before, after,
+                               True))
             return
-        events.append((a, f"<g{element.number}>"))
+        events.append(_Tag(a, f"<g{element.number}>", before, False))
         for child in sorted(element.children, key=lambda c: order[id(c)]):
             emit(child)
-        events.append((b, f"</g{element.number}>"))
+        events.append(_Tag(b, f"</g{element.number}>", False, after))
 
     for element in sorted(elements, key=lambda e: order[id(e)]):
         emit(element)
-    pieces, last = [], 0
-    for position, tag in events:  # positions never decrease
-        pieces += [target[last:position], tag]
+    pieces, last, k = [], 0, 0
+    while k < len(events):  # positions never decrease
+        position = events[k].position
+        group = []
+        while k < len(events) and events[k].position == position:
+            group.append(events[k])
+            k += 1
+        pieces += [target[last:position], _spaced(group, target, position)]
         last = position
     pieces.append(target[last:])
     return "".join(pieces), repairs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tag:
+    """A placeholder at a target position, whether whitespace stood before
+    and after its element in the source, and whether it is an `<xN/>`."""
+
+    position: int
+    text: str
+    space_before: bool
+    space_after: bool
+    empty: bool = False
+
+
+def _opens(character: str) -> bool:
+    """An opening bracket or quote: it belongs to the word after it."""
+    return unicodedata.category(character) in ("Ps", "Pi")
+
+
+def _spaced(group: List[_Tag], target: str, position: int) -> str:
+    """The placeholders at one target position, with a space added where
+    the source had whitespace at an element's edge and the target has
+    none between the element and the text beside it ("types
+    <code>ls</code> on": the space after the code element is kept; for
+    `<g1>` and `</g1>`, a space just inside the element counts). Never
+    inside a word (between two letters or digits), after an opening
+    bracket or quote, or before punctuation that ends a word (".", ",",
+    ")")."""
+    left = target[position - 1:position]
+    right = target[position:position + 1]
+    if left.isalnum() and right.isalnum():
+        return "".join(tag.text for tag in group)
+    # A space goes before the first tag that wants one before it, and after
+    # the last that wants one after it (one space where the two meet).
+    before = [i for i, tag in enumerate(group) if tag.space_before]
+    after = [i for i, tag in enumerate(group) if tag.space_after]
+    spaces = set()
+    if before and left and not (left.isspace() or _opens(left)) and (
+            group[before[0]].empty or not right.isspace()):
+        spaces.add(before[0])
+    if after and right and (right.isalnum() or _opens(right)) and (
+            group[after[-1]].empty or not left.isspace()):
+        spaces.add(after[-1] + 1)
+    pieces = [(" " if i in spaces else "") + tag.text
+              for i, tag in enumerate(group)]
+    return "".join(pieces) + (" " if len(group) in spaces else "")

@@ -21,7 +21,7 @@ Examples:
 
 import os
 
-from gnmt_tf.cli import task_flags
+from gnmt_tf.cli import sentence_lines, task_flags
 from gnmt_tf.cli.arg_types import positive_float, positive_int
 
 LIST_FIELDS = ("languages", "scene_tags")
@@ -92,6 +92,7 @@ def register(subparsers):
     task_flags.add_task_arguments(translate)
     translate_cli.add_search_arguments(translate)
     translate_cli.add_vocabulary_arguments(translate)
+    sentence_lines.add_argument(translate)
     translate.set_defaults(func=translate_cli.run, server=None, tflite=None)
 
     evaluate = sub.add_parser(

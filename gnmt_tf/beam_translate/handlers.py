@@ -7,10 +7,17 @@ export (TF Text ops registered first) and calls its ``serving_default``
 signature, or ``translate_with_options`` when search options are given.
 Both hold only strings and numbers, so they pickle to remote workers, and
 load the model once per worker (`load_model`). Translations come back as
-strings, in the order of the batch.
+strings, in the order of the batch; a batch the model refuses (a line too
+long) is translated again a line at a time, and a line that still fails
+comes back as a `shards.LineFailure` with the reason, so that only its
+shard fails (`gnmt_tf.beam_translate.job`), not the whole job.
 """
 
+import re
+
 from apache_beam.ml.inference.base import ModelHandler
+
+from gnmt_tf.beam_translate.shards import LineFailure
 
 # RunInference batches of at most this many sentences (the translators sort
 # a batch by length and search it in `batch_size` pieces).
@@ -26,6 +33,20 @@ class _Handler(ModelHandler):
 
     def batch_elements_kwargs(self):
         return {"min_batch_size": 1, "max_batch_size": self._max_batch_size}
+
+    def run_inference(self, batch, model, inference_args=None):
+        batch = list(batch)
+        try:
+            return self.translate(batch, model)
+        # Any error of the model on its input (ValueError from the
+        # translator, TensorFlow's InvalidArgumentError from an export):
+        # one line at a time tells which line it was.
+        except Exception:
+            return [_failure(line, model, self.translate) for line in batch]
+
+    def translate(self, batch, model):
+        """Translations of the sentences `batch` (a list of str)."""
+        raise NotImplementedError
 
 
 class TranslatorHandler(_Handler):
@@ -53,7 +74,7 @@ class TranslatorHandler(_Handler):
 
         return Translator.from_model_dir(self._model_dir)
 
-    def run_inference(self, batch, model, inference_args=None):
+    def translate(self, batch, model):
         from gnmt_tf.translator import SearchOptions
 
         results = model.translate_nbest(
@@ -90,10 +111,9 @@ class SavedModelHandler(_Handler):
 
         return tf.saved_model.load(self._export_dir)
 
-    def run_inference(self, batch, model, inference_args=None):
+    def translate(self, batch, model):
         import tensorflow as tf
 
-        batch = list(batch)
         inputs = {"text": tf.constant([s.encode("utf-8") for s in batch])}
         for name, value in self._task.items():
             inputs[name] = tf.constant([value.encode("utf-8")] * len(batch))
@@ -107,3 +127,13 @@ class SavedModelHandler(_Handler):
             signature = model.signatures["serving_default"]
         translations = signature(**inputs)["translations"].numpy()
         return [t.decode("utf-8") for t in translations]
+
+
+def _failure(line, model, translate):
+    """`line`'s translation, or a `LineFailure` with the reason on one line
+    (a leading "input 1" dropped: the job names the line)."""
+    try:
+        return translate([line], model)[0]
+    except Exception as e:  # as `_Handler.run_inference`
+        message = " ".join(str(e).split()) or type(e).__name__
+        return LineFailure(re.sub(r"^input 1 ", "", message))

@@ -10,13 +10,16 @@ others::
 
 The write step checks that the shard got exactly one translation for each
 of its line numbers (none lost, none twice) before the output is written
-atomically, and that the input still has the hash it was planned with.
-Afterwards the driver re-reads every record and writes the manifest.
-A job whose shards are all done starts no pipeline.
+atomically, and the read step that the input still has the hash it was
+planned with. A shard that fails a check, or has a line the model could
+not translate (`shards.LineFailure`, from the handler), is not written:
+its reason is recorded (`shards.write_failure`) and the pipeline goes on
+with the other shards, so one bad line costs its shard only. Afterwards
+the driver re-reads every record, collects the failures and writes the
+manifest. A job whose shards are all done starts no pipeline.
 """
 
 import dataclasses
-import hashlib
 import sys
 
 import apache_beam as beam
@@ -39,6 +42,8 @@ class JobSummary:
       translated_lines: int. Lines translated by this run.
       manifest: str. The manifest's path.
       manifest_written: bool. False when it already held the same content.
+      failed: list of `(input, reason)`. Shards not translated (their
+        outputs not written), each with the reason on one line.
     """
 
     shards: int
@@ -48,23 +53,25 @@ class JobSummary:
     translated_lines: int
     manifest: str
     manifest_written: bool
+    failed: list = dataclasses.field(default_factory=list)
 
 
 def _read_shard(shard):
-    """`((index, line number), line)` of each line; checks the content is
-    still the one planned."""
-    with shards_lib.open_read(shard.input) as f:
-        data = f.read()
-    sha = hashlib.sha256(data).hexdigest()
-    if sha != shard.input_sha256:
-        raise ValueError(f"{shard.input} changed since the job started "
-                         f"(sha256 {sha}, planned {shard.input_sha256})")
-    for number, line in enumerate(shards_lib.split_lines(data, shard.input)):
+    """`((index, line number), line)` of each line; a shard that cannot be
+    read (changed since planned, invalid UTF-8) gives none and records
+    why."""
+    try:
+        lines = shards_lib.read_shard(shard)
+    except ValueError as e:
+        shards_lib.write_failure(shard, str(e))
+        return
+    for number, line in enumerate(lines):
         yield (shard.index, number), line
 
 
 class _WriteShard(beam.DoFn):
-    """Writes one shard's translations, in line order, then its record."""
+    """Writes one shard's translations, in line order, then its record; or
+    records why it cannot (a line that failed, lines lost)."""
 
     def __init__(self, shards, settings):
         self._shards = {s.index: s for s in shards}
@@ -72,16 +79,12 @@ class _WriteShard(beam.DoFn):
 
     def process(self, element):
         index, numbered = element
-        numbered = list(numbered)  # a runner's grouped values may be lazy
         shard = self._shards[index]
-        translations = dict(numbered)
-        if len(translations) != len(numbered) or \
-                sorted(translations) != list(range(shard.input_lines)):
-            raise ValueError(
-                f"{shard.input}: {len(numbered)} translations for line "
-                f"numbers {len(translations)} distinct, expected "
-                f"{shard.input_lines}")
-        lines = [translations[i] for i in range(shard.input_lines)]
+        try:
+            lines = shards_lib.shard_translations(shard, numbered)
+        except ValueError as e:
+            shards_lib.write_failure(shard, str(e))
+            return
         yield shards_lib.write_shard(shard, self._settings, lines)
 
 
@@ -113,9 +116,12 @@ def run_job(input_pattern, output_prefix, handler, settings,
       pipeline_args: list of str. Beam pipeline options (`--runner`, ...).
       log: a text stream for progress lines (default stderr).
 
+    A shard that fails (an input changed while translating, invalid UTF-8,
+    a line the model refuses) is left unwritten and listed in the
+    summary's `failed`; the others are written.
+
     Raises:
-      ValueError: no input matched, an input changed while translating,
-        or a shard's record does not hold after the pipeline ran.
+      ValueError: no input matched.
     """
     log = log or sys.stderr
     planned = shards_lib.plan(input_pattern, output_prefix)
@@ -134,20 +140,29 @@ def run_job(input_pattern, output_prefix, handler, settings,
     for shard in empty:  # nothing for the pipeline to group
         shards_lib.write_shard(shard, settings, [])
     busy = [s for s in todo if s.input_lines]
+    for shard in busy:  # a failure of an earlier run is not this run's
+        shards_lib.clear_failure(shard)
     if busy:
         options = PipelineOptions(list(pipeline_args))
         with beam.Pipeline(options=options) as pipeline:
             build_pipeline(pipeline, busy, handler, settings)
+    failed = []
     for shard in todo:
         record = shards_lib.done_record(shard, settings)
         if record is None:
-            raise ValueError(f"{shard.output}: not complete after the "
-                             "pipeline ran (see its .done.json)")
-        records[shard.index] = record
+            failed.append((shard, shards_lib.read_failure(shard) or (
+                f"{shard.input}: not translated: its output "
+                f"{shard.output} is not complete after the pipeline ran")))
+        else:
+            records[shard.index] = record
     path, written = shards_lib.write_manifest(
-        output_prefix, settings, list(records.values()))
+        output_prefix, settings, list(records.values()),
+        [{"index": shard.index, "input": shard.input, "error": reason}
+         for shard, reason in failed])
+    done = [s for s in todo if s.index in records]
     return JobSummary(
         shards=len(planned), lines=sum(s.input_lines for s in planned),
-        skipped=len(planned) - len(todo), translated=len(todo),
-        translated_lines=sum(s.input_lines for s in todo), manifest=path,
-        manifest_written=written)
+        skipped=len(planned) - len(todo), translated=len(done),
+        translated_lines=sum(s.input_lines for s in done), manifest=path,
+        manifest_written=written,
+        failed=[(shard.input, reason) for shard, reason in failed])

@@ -11,6 +11,12 @@ shards that are not done, so a job that stopped half way resumes, and a
 finished one rewrites nothing. `PREFIX.manifest.json` lists all records
 and is rewritten only when its content changes.
 
+A shard that cannot be translated (invalid UTF-8, a line the model
+refuses, an input changed while the job ran) is not written: the reason
+goes to `PREFIX-iiiii-of-nnnnn.failed.json` (`write_failure`) for the
+driver to report, the other shards are written as usual, and the
+manifest lists the failed shards under "failed". A rerun tries them again.
+
 Lines are those of `gnmt-tf translate`: split at `\\n`, a trailing `\\r`
 dropped, no empty last line; hashes are of the (decompressed) bytes. Paths
 without a scheme are local files; others (`gs://`, `s3://`, ...) go through
@@ -139,6 +145,10 @@ def record_path(output):
     return f"{output}.done.json"
 
 
+def failure_path(output):
+    return f"{output}.failed.json"
+
+
 def manifest_path(prefix):
     if str(prefix).endswith("/"):
         prefix = f"{prefix}part"
@@ -182,6 +192,86 @@ def plan(pattern, prefix):
         shards.append(Shard(index, path, output_path(prefix, index,
                                                      len(paths)), sha, lines))
     return shards
+
+
+@dataclasses.dataclass(frozen=True)
+class LineFailure:
+    """What a model handler gives for a line it could not translate, in
+    place of the translation: the reason, on one line."""
+
+    message: str
+
+
+def read_shard(shard):
+    """The lines of `shard`'s input, checked to be the content planned.
+
+    Raises:
+      ValueError: the input changed since it was planned, or holds invalid
+        UTF-8 (naming the line).
+    """
+    with open_read(shard.input) as f:
+        data = f.read()
+    sha = hashlib.sha256(data).hexdigest()
+    if sha != shard.input_sha256:
+        raise ValueError(f"{shard.input} changed since the job started "
+                         f"(sha256 {sha}, planned {shard.input_sha256})")
+    return split_lines(data, shard.input)
+
+
+def shard_translations(shard, numbered):
+    """The translations of `shard` in line order, from `(line number,
+    translation or LineFailure)` pairs.
+
+    Raises:
+      ValueError: a line failed (naming the first), or the pairs are not
+        exactly one per line number.
+    """
+    numbered = list(numbered)  # a runner's grouped values may be lazy
+    translations = dict(numbered)
+    if len(translations) != len(numbered) or \
+            sorted(translations) != list(range(shard.input_lines)):
+        raise ValueError(
+            f"{shard.input}: {len(numbered)} translations for line "
+            f"numbers {len(translations)} distinct, expected "
+            f"{shard.input_lines}")
+    lines = [translations[i] for i in range(shard.input_lines)]
+    failed = [(i, line) for i, line in enumerate(lines, 1)
+              if isinstance(line, LineFailure)]
+    if failed:
+        number, failure = failed[0]
+        more = f" (and {len(failed) - 1} more line(s))" if len(failed) > 1 \
+            else ""
+        raise ValueError(f"{shard.input}:{number}: {failure.message}{more}")
+    return lines
+
+
+def write_failure(shard, message):
+    """Records why `shard` was not translated (`failure_path`)."""
+    write_atomic(failure_path(shard.output), json.dumps(
+        {"input": shard.input, "error": message}, indent=1).encode("utf-8"))
+
+
+def read_failure(shard):
+    """The reason recorded for `shard`, or None."""
+    path = failure_path(shard.output)
+    if not exists(path):
+        return None
+    try:
+        with open_read(path) as f:
+            return json.loads(f.read().decode("utf-8"))["error"]
+    except (ValueError, KeyError, UnicodeDecodeError):
+        return None
+
+
+def clear_failure(shard):
+    """Removes `shard`'s failure record, if any (before a new attempt)."""
+    path = failure_path(shard.output)
+    if not exists(path):
+        return
+    if _remote(path):
+        _filesystems().delete([path])
+    else:
+        os.remove(path)
 
 
 def make_record(shard, settings, output_sha256, output_lines):
@@ -244,12 +334,16 @@ def write_shard(shard, settings, lines):
     return record
 
 
-def write_manifest(prefix, settings, records):
-    """Writes `PREFIX.manifest.json` (records sorted by shard) unless it
-    already holds exactly this; returns `(path, written)`."""
+def write_manifest(prefix, settings, records, failed=()):
+    """Writes `PREFIX.manifest.json` (records sorted by shard, and the
+    failed shards' `{"index", "input", "error"}` under "failed" when there
+    are any) unless it already holds exactly this; returns `(path,
+    written)`."""
     path = manifest_path(prefix)
     manifest = {"version": MANIFEST_VERSION, "settings": canonical(settings),
                 "shards": sorted(records, key=lambda r: r["index"])}
+    if failed:
+        manifest["failed"] = sorted(failed, key=lambda f: f["index"])
     text = json.dumps(manifest, indent=1, sort_keys=True) + "\n"
     if exists(path):
         with open_read(path) as f:

@@ -13,7 +13,7 @@ parser.add_argument("--batch-size", type=positive_int, default=32)
 
 import argparse
 
-from gnmt_tf.checks import describe, in_range
+from gnmt_tf.checks import MAX_BEAM_SIZE, describe, in_range
 
 
 def number(integer=False, minimum=None, above=None, maximum=None,
@@ -42,3 +42,5 @@ positive_float = number(above=0, name="positive_float")
 non_negative_float = number(minimum=0, name="non_negative_float")
 finite_float = number(name="finite_float")
 probability = number(minimum=0, maximum=1, name="probability")
+beam_size = number(integer=True, minimum=1, maximum=MAX_BEAM_SIZE,
+                   name="beam_size")

@@ -5,12 +5,19 @@ module only parses flags and dispatches. TensorFlow is imported inside `run`, so
 `gnmt-tf --help` is instant. Subcommands of the other packages (`align`,
 `export`, `serve`, ...) are discovered by importing their `cli` modules, which
 must stay as light.
+
+The native libraries' log lines (TensorFlow's start-up lines, LiteRT's) are
+kept off stderr unless `gnmt-tf --verbose` (`gnmt_tf.cli.native_logs`), so
+a command's stderr holds its own messages only; an error is one line and
+exit status 2, a warning one line (`warning: ...`).
 """
 
 import argparse
 import importlib
 import sys
+import warnings
 
+from gnmt_tf.cli import native_logs
 from gnmt_tf.errors import UsageError
 
 CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
@@ -38,6 +45,10 @@ def build_parser():
     parser = ArgumentParser(
         prog="gnmt-tf",
         description="Train, evaluate, export and serve neural machine translation models.")
+    parser.add_argument(
+        "--verbose", action="store_true",
+        help="also show the native libraries' log lines on stderr "
+             "(TensorFlow's start-up lines, LiteRT's), hidden by default")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name in CORE_COMMANDS + PLUGIN_COMMANDS:
@@ -60,24 +71,56 @@ def describe_error(error) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
+def out_of_memory(error) -> bool:
+    """Whether `error` is Python's or TensorFlow's out-of-memory error."""
+    tf = sys.modules.get("tensorflow")
+    return isinstance(error, MemoryError) or (
+        tf is not None and isinstance(error, tf.errors.ResourceExhaustedError))
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.verbose:
+        native_logs.verbose_native_logs()
+        return run_command(args)
+    with native_logs.quiet_native_logs():
+        return run_command(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None,
+                  line=None):
+    """A Python warning as one line, `warning: MESSAGE` (no source line)."""
+    del category, filename, lineno, line
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
+def run_command(args) -> int:
+    """Runs the parsed command; a user error is one line, exit status 2,
+    and a warning one line too."""
     try:
-        return args.func(args) or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            return args.func(args) or 0
     except (UsageError, OSError, ValueError, TypeError,
             UnicodeDecodeError) as e:
-        print(f"gnmt-tf {args.command}: error: {describe_error(e)}",
-              file=sys.stderr)
-        return 2
+        return _error(args, describe_error(e))
     except ModuleNotFoundError as e:  # an optional package: names its extra
         if "pip install" not in str(e):
             raise
-        print(f"gnmt-tf {args.command}: error: {describe_error(e)}",
-              file=sys.stderr)
-        return 2
+        return _error(args, describe_error(e))
     except KeyboardInterrupt:
         print(f"gnmt-tf {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        if not out_of_memory(e):
+            raise
+        return _error(args, "out of memory: lower --batch-size (or "
+                            "--beam-size, --max-batch-size)")
+
+
+def _error(args, message) -> int:
+    print(f"gnmt-tf {args.command}: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

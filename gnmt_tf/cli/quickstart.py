@@ -21,7 +21,8 @@ import os
 import sys
 import time
 
-from gnmt_tf.cli.arg_types import non_negative_int, positive_float, positive_int
+from gnmt_tf.cli.arg_types import (beam_size, non_negative_int,
+                                   positive_float, positive_int)
 
 DEFAULT_MODEL = "multi30k-transformer"
 # The document pipeline, loaded by name: `gnmt_tf` imports no gateway module
@@ -52,7 +53,7 @@ def register(subparsers):
     parser.add_argument("--max-lines", type=positive_int, default=None,
                         help="score the first N sentences of "
                              f"{SCORE_SPLIT} only (default: all)")
-    parser.add_argument("--beam-size", type=positive_int, default=None,
+    parser.add_argument("--beam-size", type=beam_size, default=None,
                         help="beam size (default: the shipped model's "
                              "scoring search, 4; with --train 5)")
     parser.add_argument(

@@ -5,7 +5,9 @@ The model is a trained model directory (``--model``), a TF Serving endpoint
 directory (``--onnx``); the two exports are searched on the host by
 `gnmt_tf.host_translator`. Task-space models take ``--src-lang``,
 ``--tgt-lang`` and ``--tags`` with each. Input is read and output written
-a chunk at a time (`gnmt_tf.cli.streaming`).
+a chunk at a time (`gnmt_tf.cli.streaming`); a line of several sentences
+is split into them and their translations joined back into one output
+line (`gnmt_tf.cli.sentence_lines`; `--no-split-sentences` turns it off).
 
 With a document-pipeline flag (``--format``, ``--src-lang auto``,
 ``--glossary``, ``--qe``, ``--min-quality``) the whole input is one document
@@ -24,9 +26,11 @@ import dataclasses
 import importlib
 import sys
 
-from gnmt_tf.cli import streaming, task_flags
-from gnmt_tf.cli.arg_types import (finite_float, non_negative_int,
-                                   positive_float, positive_int, probability)
+from gnmt_tf.cli import sentence_lines, streaming, task_flags, unknown_script
+from gnmt_tf.cli.arg_types import (beam_size, finite_float,
+                                   non_negative_int, positive_float,
+                                   positive_int, probability)
+from gnmt_tf.checks import MAX_BEAM_SIZE
 from gnmt_tf.config import PRECISIONS
 
 # The document mode's implementation, loaded by name (`gateway.cli`).
@@ -47,8 +51,9 @@ _SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6)
 
 def add_search_arguments(parser):
     """Adds the search flags (`search_options` reads them)."""
-    parser.add_argument("--beam-size", type=positive_int, default=None,
-                        help="1 = greedy search (default 5)")
+    parser.add_argument("--beam-size", type=beam_size, default=None,
+                        help="1 = greedy search (default 5, at most "
+                             f"{MAX_BEAM_SIZE})")
     parser.add_argument("--alpha", type=finite_float, default=None,
                         help="GNMT length-normalisation exponent (default 0.6)")
     parser.add_argument("--beta", type=finite_float, default=None,
@@ -58,7 +63,7 @@ def add_search_arguments(parser):
     parser.add_argument("--early-stopping", default=None,
                         choices=["gnmt", "exact", "none"],
                         help="default gnmt")
-    parser.add_argument("--n-best", type=positive_int, default=None,
+    parser.add_argument("--n-best", type=beam_size, default=None,
                         help="print N hypotheses per input as 'i ||| text ||| "
                              "score' (default 1)")
     parser.add_argument(
@@ -159,7 +164,8 @@ def served_search_options(args):
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "translate", help="translate raw text, one sentence a line")
+        "translate", help="translate raw text, line by line (a line of "
+                          "several sentences split into them)")
     parser.add_argument("--model", action="append",
                         help="trained model directory, or the name of a "
                              "shipped model (gnmt-tf models); repeat it for "
@@ -245,6 +251,7 @@ def register(subparsers):
              "them re-ranked, best first per sentence")
     add_vocabulary_arguments(parser)
     task_flags.add_task_arguments(parser)
+    sentence_lines.add_argument(parser)
     add_document_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -463,8 +470,9 @@ def check_files(args):
     """Checks `--output` before any work (see `gnmt_tf.io_utils`)."""
     from gnmt_tf.io_utils import check_output_file
 
-    check_output_file(getattr(args, "output", None),
-                      {"--input": getattr(args, "input", None)})
+    source = getattr(args, "input", None)
+    check_output_file(getattr(args, "output", None), {"--input": source},
+                      reads_stdin=not source)
 
 
 def served_task_inputs(args):
@@ -524,9 +532,13 @@ def _translate_through_server(args):
                          f"{options['coverage_penalty']}")
                 raise ValueError(f"{args.server} refused {flags}: "
                                  f"{_one_line(str(e))}") from None
+        lines = sentence_lines.from_args(args,
+                                         task=served_task_inputs(args))
         return streaming.translate_stream(
             args.input, args.output, getattr(args, "batch_size", 32),
-            client.translate_detailed, _served_lines)
+            sentence_lines.per_line(lines, client.translate_detailed,
+                                    sentence_lines.merge_results),
+            _served_lines)
 
 
 def _rescore(args, translator, options, task):
@@ -582,10 +594,15 @@ def _translate_on_host(args, flag):
             max_length_ratio=options.max_length_ratio,
             beam_width=options.beam_width, **task)
 
-    return streaming.translate_stream(
-        args.input, args.output, args.batch_size, translate_chunk,
-        lambda sentences, results, first: (
+    lines = sentence_lines.from_args(args, translator, task)
+    format_chunk, check = unknown_script.checking(
+        translator.vocabulary_path, lambda sentences, results, first: (
             format_results(results, options, first), 0))
+    status = streaming.translate_stream(
+        args.input, args.output, args.batch_size,
+        sentence_lines.per_line(lines, translate_chunk), format_chunk)
+    check.report()
+    return status
 
 
 def run(args):
@@ -681,11 +698,15 @@ def run(args):
             plots.add(translator, sentences, results, first, **task)
         return format_results(results, options, first), 0
 
+    lines = sentence_lines.from_args(args, translator.model, task)
+    format_chunk, check = unknown_script.checking(
+        translator.subwords.model_path, format_chunk)
     status = streaming.translate_stream(
-        args.input, args.output, args.batch_size, translate_chunk,
-        format_chunk)
+        args.input, args.output, args.batch_size,
+        sentence_lines.per_line(lines, translate_chunk), format_chunk)
     if constraints:
         constraints.check_all_used(read[0])
+    check.report()
     return status
 
 

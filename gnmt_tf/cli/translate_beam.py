@@ -11,6 +11,10 @@ Pipeline options (runner, project, workers...) follow ``--``::
         -- --runner DataflowRunner --project P --region R \\
            --temp_location gs://B/tmp
 
+A shard that cannot be translated (invalid UTF-8, a line the model
+refuses) is reported in one line and left unwritten; the other shards are
+written, and the exit status is then 3 (a rerun retries the failed ones).
+
 Needs the `beam` extra (`pip install 'gnmt-tf[beam]'`).
 """
 
@@ -24,6 +28,9 @@ from gnmt_tf.cli.translate import add_search_arguments, given_search_flags
 from gnmt_tf.errors import UsageError
 
 EXPORT_METADATA = os.path.join("assets.extra", "gnmt_tf_export.json")
+# Exit status when some shards failed (each told in one line; the others
+# are written), as `gnmt-tf translate-documents`.
+EXIT_SOME_FAILED = 3
 # Search flags an export's translate_with_options signature takes.
 _EXPORT_SEARCH_FLAGS = ("beam_size", "alpha", "beta")
 
@@ -213,9 +220,11 @@ def run(args):
 
     summary = run_job(args.input, args.output, handler, settings,
                       pipeline_arguments(args))
+    for _, reason in summary.failed:
+        print(f"gnmt-tf translate-beam: error: {reason}", file=sys.stderr)
     print(f"translate-beam: translated {summary.translated} shard(s) "
           f"({summary.translated_lines} lines), {summary.skipped} already "
-          f"done; manifest {summary.manifest}"
+          f"done, {len(summary.failed)} failed; manifest {summary.manifest}"
           f"{'' if summary.manifest_written else ' (unchanged)'}",
           file=sys.stderr)
-    return 0
+    return EXIT_SOME_FAILED if summary.failed else 0

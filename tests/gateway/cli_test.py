@@ -172,3 +172,39 @@ def test_the_parser_loads_no_pipeline_server_or_model_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+SHIPPED = ["--model", "multi30k-gnmt-en-de", "--format", "html",
+           "--src-lang", "en", "--tgt-lang", "de"]
+
+
+def test_deeply_nested_html_keeps_all_its_text(tmp_path, capsys):
+    document = ("<span>" * 300 + "A dog runs." + "</span>" * 300
+                + "<p>Two men sit.</p>")
+    code, out = _translate(tmp_path, *SHIPPED, document=document)
+    err = capsys.readouterr().err
+    assert code == 0 and err == "", err
+    text = out.decode("utf-8")
+    assert text.count("<span>") == text.count("</span>") == 300
+    assert "Hund" in text and "Männer" in text
+
+
+def test_too_deep_html_is_one_line(tmp_path, capsys):
+    from pipeline.documents import MAX_NESTING_DEPTH
+
+    document = "<span>" * 3000 + "A dog runs." + "</span>" * 3000
+    code, out = _translate(tmp_path, *SHIPPED, document=document)
+    err = capsys.readouterr().err
+    assert code == 2 and out is None
+    assert err.splitlines() == [
+        f"gnmt-tf translate: error: elements nested deeper than "
+        f"{MAX_NESTING_DEPTH} levels"]
+
+
+def test_a_repair_warning_is_one_line(tmp_path, capsys):
+    code, out = _translate(tmp_path, *SHIPPED,
+                           document="<div><p>A <b>dog runs.</p></div>")
+    err = capsys.readouterr().err
+    assert code == 0 and b"Hund" in out
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("warning: line 1: malformed HTML repaired ("), err

@@ -6,6 +6,7 @@ import pytest
 from lxml import etree
 from lxml import html as lxml_html
 
+from pipeline.documents import MAX_NESTING_DEPTH
 from pipeline.documents import DocumentError
 from pipeline.documents import HtmlDocument
 from pipeline.documents import MalformedHTMLWarning
@@ -196,3 +197,37 @@ def test_huge_documents_are_rejected_or_bounded(format):
     out = translate_document(source, format, upper)
     assert time.perf_counter() - start < 30
     assert out.count("SATZ") == 20_000
+
+
+def test_deeply_nested_inline_markup_keeps_its_text():
+    source = ("<span>" * 300 + "A dog runs." + "</span>" * 300
+              + "<p>Two men sit.</p>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing repaired
+        document = HtmlDocument(source)
+    assert [_TOKEN.sub("", s) for s in document.segments] == [
+        "A dog runs.", "Two men sit."]
+    out = document.rebuild(upper(document.segments))
+    assert out == ("<span>" * 300 + "A DOG RUNS." + "</span>" * 300
+                   + "<p>TWO MEN SIT.</p>")
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING_DEPTH, 3000])
+def test_nesting_deeper_than_the_limit_is_an_error(depth):
+    with pytest.raises(DocumentError, match=f"nested deeper than "
+                                            f"{MAX_NESTING_DEPTH} levels"):
+        HtmlDocument("<span>" * depth + "x" + "</span>" * depth)
+    HtmlDocument("<span>" * (MAX_NESTING_DEPTH - 1) + "x")  # the root is 1
+
+
+@pytest.mark.parametrize("source", [
+    "<html><body><p>Ein Satz.</p></body></html> Noch einer.",
+    "<div><p>Ein <b>fetter Satz.</p></div></html> Noch einer.",
+])
+def test_text_the_parser_drops_is_an_error(source):
+    # libxml2 drops text after </html>, without an error of its own.
+    with pytest.raises(DocumentError, match="would drop 9 letter.s. of "
+                                            "text, first 'Noch einer.'"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MalformedHTMLWarning)
+            HtmlDocument(source)

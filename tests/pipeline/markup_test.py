@@ -85,4 +85,44 @@ def test_any_projection_gives_well_nested_output_with_every_element():
         text, _ = restore_markup(target, tree, project_range,
                                  lambda p: rng.randint(0, len(target)))
         assert _well_nested(text) == [1, 2, 3, 4, 5, 6, 7]
-        assert _TAG.sub("", text) == target
+        # The target's words, whitespace added at most (never in a word).
+        plain = _TAG.sub("", text)
+        assert "".join(plain.split()) == "".join(target.split())
+        assert re.findall(r"\w+", plain) == re.findall(r"\w+", target)
+
+
+@pytest.mark.parametrize("segment, target, point, expected", [
+    # An empty element between words keeps a space on both sides.
+    ("A man types <x1/> on a computer.", "Ein Mann tippt auf einem Computer.",
+     15, "Ein Mann tippt <x1/> auf einem Computer."),
+    ("A man types <x1/> on a computer.", "Ein Mann tippt auf einem Computer.",
+     14, "Ein Mann tippt <x1/> auf einem Computer."),
+    # Before punctuation: the space before it only, as in the source.
+    ("Look at this <x1/>.", "Schau dir das an.", 16,
+     "Schau dir das an <x1/>."),
+    # No space in the source, none added; never inside a word.
+    ("A computer<x1/>.", "Ein Computer.", 12, "Ein Computer<x1/>."),
+    ("A man types <x1/> on it.", "Ein Mann tippt darauf.", 17,
+     "Ein Mann tippt da<x1/>rauf."),
+])
+def test_whitespace_around_an_empty_element_is_kept(segment, target, point,
+                                                     expected):
+    _, tree = strip_markup(segment)
+    text, repairs = restore_markup(target, tree, lambda a, b: None,
+                                   lambda p: point)
+    assert (text, repairs) == (expected, 0)
+
+
+def test_whitespace_around_a_paired_element_is_kept():
+    _, tree = strip_markup("A <g1>man</g1> types.")
+    target = "Ein Mann tippt."
+    for found, expected in [((4, 8), "Ein <g1>Mann</g1> tippt."),
+                            ((4, 9), "Ein <g1>Mann </g1>tippt."),
+                            ((3, 8), "Ein<g1> Mann</g1> tippt.")]:
+        text, _ = restore_markup(target, tree, lambda a, b: found,
+                                 lambda p: found[0])
+        assert text == expected
+    # Between two letters: no space, though the source had one there.
+    text, _ = restore_markup("EinMann tippt.", tree, lambda a, b: (3, 7),
+                             lambda p: 3)
+    assert text == "Ein<g1>Mann</g1> tippt."

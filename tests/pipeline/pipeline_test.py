@@ -101,3 +101,14 @@ def test_no_tensorflow_is_imported():
     result = subprocess.run([sys.executable, "-c", code],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("element", ["<code>ls</code>", '<img src="a.png">'])
+def test_spaces_around_an_inline_element_are_kept(element):
+    def model(sentences, src_lang, tgt_lang, tags):
+        return ["Ein Mann tippt auf einem Computer." for _ in sentences]
+
+    out = Pipeline(model, LANGUAGES).translate_document(
+        f"<p>A man types {element} on a computer.</p>", "en", "de",
+        format="html")
+    assert out == f"<p>Ein Mann tippt {element} auf einem Computer.</p>"

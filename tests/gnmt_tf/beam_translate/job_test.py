@@ -163,3 +163,49 @@ def test_bad_numbers_are_refused_by_the_parser(capsys, tmp_path):
     code, _, err = _run(capsys, "translate-beam", "--input", "x", "--output",
                         tmp_path / "o", "--model", "m", "--batch-size", "0")
     assert code == 2 and "--batch-size: must be an integer >= 1" in err, err
+
+
+def test_a_bad_shard_fails_alone_in_one_line(capsys, corpus, tiny_model_dir,
+                                             tmp_path):
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    good = (corpus / "part2.en").read_bytes()
+    (inputs / "a.en").write_bytes(good)
+    (inputs / "b.en").write_bytes(b"A big dog runs.\n\xff\n")
+    (inputs / "c.en").write_bytes(b"A small cat eats.\n"
+                                  + b"dog " * 400 + b"\n")
+    (inputs / "d.en").write_bytes(good[:500].rsplit(b"\n", 1)[0] + b"\n")
+    prefix = tmp_path / "out" / "de"
+    argv = ["translate-beam", "--input", inputs / "*.en", "--output", prefix,
+            "--model", tiny_model_dir, "--beam-size", "2"]
+    code, out, err = _run(capsys, *argv)
+    assert code == 3 and out == "", err
+    assert "Traceback" not in err, err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert len(errors) == 2, err
+    assert errors[0] == (f"gnmt-tf translate-beam: error: {inputs / 'b.en'}"
+                         ":2: invalid UTF-8 (invalid start byte)")
+    assert errors[1].startswith(f"gnmt-tf translate-beam: error: "
+                                f"{inputs / 'c.en'}:2: has "), errors[1]
+    assert "the limit is" in errors[1]
+    assert "translated 2 shard(s)" in err and "2 failed" in err
+
+    # The good shards are written, as translate writes them; the bad ones
+    # not at all.
+    for index, name in ((0, "a.en"), (3, "d.en")):
+        output = shards.output_path(prefix, index, 4)
+        assert open(output).read() == _translate_cli(
+            capsys, tiny_model_dir, inputs / name, "--beam-size", "2")
+    for index in (1, 2):
+        assert not os.path.exists(shards.output_path(prefix, index, 4))
+    manifest = json.loads(open(shards.manifest_path(prefix)).read())
+    assert [r["index"] for r in manifest["shards"]] == [0, 3]
+    assert [f["index"] for f in manifest["failed"]] == [1, 2]
+
+    # Fixed, a rerun translates only that shard.
+    (inputs / "b.en").write_bytes(b"A big dog runs.\nA cat eats.\n")
+    code, _, err = _run(capsys, *argv)
+    assert code == 3 and "2 already done, 2 to translate" in err, err
+    assert os.path.exists(shards.output_path(prefix, 1, 4))
+    assert not os.path.exists(shards.failure_path(
+        shards.output_path(prefix, 1, 4)))

@@ -110,3 +110,53 @@ def test_manifest_is_rewritten_only_when_it_changes(tmp_path):
     manifest = json.loads(open(path).read())
     assert manifest["shards"] == [record]
     assert manifest["settings"]["task"] == {"tags": ["a", "b"]}
+
+
+def test_read_shard_checks_the_content_planned(tmp_path):
+    shard = _shard(tmp_path)
+    assert shards.read_shard(shard) == ["a", "b"]
+    (tmp_path / "in.txt").write_bytes(b"a\nc\n")
+    with pytest.raises(ValueError, match="in.txt changed since the job "
+                                         "started"):
+        shards.read_shard(shard)
+    bad = _shard(tmp_path, b"a\n\xff\n")
+    with pytest.raises(ValueError, match=r"in.txt:2: invalid UTF-8"):
+        shards.read_shard(bad)
+
+
+def test_shard_translations_name_the_first_failed_line(tmp_path):
+    shard = _shard(tmp_path, b"a\nb\nc\n")
+    assert shards.shard_translations(
+        shard, [(2, "C"), (0, "A"), (1, "B")]) == ["A", "B", "C"]
+    failed = [(0, "A"), (1, shards.LineFailure("has 300 subwords")),
+              (2, shards.LineFailure("x"))]
+    with pytest.raises(ValueError, match=r"^.*in.txt:2: has 300 subwords "
+                                         r"\(and 1 more line\(s\)\)$"):
+        shards.shard_translations(shard, failed)
+    with pytest.raises(ValueError, match="2 translations for line numbers "
+                                         "2 distinct, expected 3"):
+        shards.shard_translations(shard, [(0, "A"), (1, "B")])
+
+
+def test_a_failure_is_recorded_read_and_cleared(tmp_path):
+    shard = _shard(tmp_path)
+    assert shards.read_failure(shard) is None
+    shards.clear_failure(shard)  # nothing to clear
+    shards.write_failure(shard, "in.txt:2: invalid UTF-8")
+    assert shards.read_failure(shard) == "in.txt:2: invalid UTF-8"
+    assert shards.done_record(shard, SETTINGS) is None
+    shards.clear_failure(shard)
+    assert shards.read_failure(shard) is None
+    assert not os.path.exists(shard.output)
+
+
+def test_the_manifest_lists_failed_shards(tmp_path):
+    shard = _shard(tmp_path)
+    record = shards.write_shard(shard, SETTINGS, ["A", "B"])
+    prefix = str(tmp_path / "out" / "x")
+    failed = [{"index": 1, "input": "b.txt", "error": "b.txt:1: bad"}]
+    path, _ = shards.write_manifest(prefix, SETTINGS, [record], failed)
+    manifest = json.loads(open(path).read())
+    assert manifest["shards"] == [record] and manifest["failed"] == failed
+    shards.write_manifest(prefix, SETTINGS, [record])
+    assert "failed" not in json.loads(open(path).read())
