@@ -31,7 +31,6 @@ without this module importing TensorFlow or gRPC.
 
 import collections
 import dataclasses
-import inspect
 import re
 import warnings
 from typing import (Callable, Dict, List, Optional, Sequence, Tuple,
@@ -57,6 +56,8 @@ from pipeline.limits import check_sentences
 from pipeline.markup import MarkupError
 from pipeline.markup import restore_markup
 from pipeline.markup import strip_markup
+from pipeline.model_calls import ModelCalls
+from pipeline.model_calls import check_count
 from pipeline.normalize import normalize_reversibly
 from pipeline.projection import WordAlignment
 from pipeline.quality import DEFAULT_MODEL
@@ -64,7 +65,6 @@ from pipeline.quality import QualityModel
 from pipeline.quality import document_score
 from pipeline.quality import features
 from pipeline.results import SentenceResult
-from pipeline.results import as_result
 from pipeline.sentence_split import split_sentences
 
 TranslateFn = Callable[[List[str], str, str, Sequence[str]],
@@ -192,10 +192,9 @@ class Pipeline:
       max_sentence_length: int or None. The model's limit in subwords a
         sentence: a sentence of more words is refused before any work on
         the document (`pipeline.limits`).
-      chunk_sentences: int. Sentences per call to `translate` (a document's
-        sentences sorted by length when there are more); a `Cancellation`
-        is checked between calls, and passed on to a callable with a
-        `cancellation` keyword argument.
+      chunk_sentences: int. Sentences per call to `translate`
+        (`pipeline.model_calls`); a `Cancellation` is checked between
+        calls.
 
     Example:
       >>> upper = lambda sentences, src, tgt, tags: [s.upper()
@@ -216,15 +215,9 @@ class Pipeline:
                  round_trip: bool = False,
                  max_sentence_length: Optional[int] = None,
                  chunk_sentences: int = 32):
-        for name, value in (("max_sentence_length", max_sentence_length),
-                            ("chunk_sentences", chunk_sentences)):
-            if value is not None and (isinstance(value, bool) or
-                                      not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"{name} must be an integer >= 1, got "
-                                 f"{value!r}")
-        self._translate = translate
-        self._takes_cancellation = _takes_keyword(translate, "cancellation")
+        if max_sentence_length is not None:
+            check_count("max_sentence_length", max_sentence_length)
+        self._calls = ModelCalls(translate, chunk_sentences)
         self.languages = tuple(sorted({c.lower() for c in languages}))
         self.cache = cache
         self.model_version = model_version
@@ -236,7 +229,6 @@ class Pipeline:
         self.quality_model = quality_model
         self.round_trip = round_trip
         self.max_sentence_length = max_sentence_length
-        self.chunk_sentences = chunk_sentences
 
     def detect_language(self, text: str) -> str:
         """The source language of `text` among `languages`; raises
@@ -334,8 +326,8 @@ class Pipeline:
         tasks = [Task(segment.language, tgt_lang, tuple(tags))
                  for segment in prepared if segment
                  for _ in segment.protected]
-        results = self._translate_each([p.model_input for p in flat], tasks,
-                                       cancellation)
+        results = self._calls([p.model_input for p in flat], tasks,
+                              self.cache, self.model_version, cancellation)
         reports = [SentenceReport(p.source, "", task.src_lang)
                    for p, task in zip(flat, tasks)]
         totals: Dict[str, int] = collections.Counter()
@@ -480,8 +472,9 @@ class Pipeline:
         backs: List[Optional[str]] = [None] * len(results)
         if self.round_trip and results:
             reverse = [Task(t.tgt_lang, t.src_lang, t.tags) for t in tasks]
-            backs = [r.text for r in self._translate_each(
-                [r.text for r in results], reverse, cancellation)]
+            backs = [r.text for r in self._calls(
+                [r.text for r in results], reverse, self.cache,
+                self.model_version, cancellation)]
         for protected, result, report, back in zip(flat, results, reports,
                                                    backs):
             report.features = features(result, protected.model_input, back)
@@ -490,58 +483,3 @@ class Pipeline:
                               and report.quality < min_quality)
         return document_score([r.quality for r in reports],
                               [len(r.source) for r in reports])
-
-    def _translate_each(self, sentences: List[str], tasks: List[Task],
-                        cancellation: Optional[Cancellation]
-                        ) -> List[SentenceResult]:
-        """`_translate_sentences` for sentences of different tasks (the
-        source languages of a mixed document), in their order."""
-        results: List[Optional[SentenceResult]] = [None] * len(sentences)
-        for task in dict.fromkeys(tasks):
-            rows = [i for i, t in enumerate(tasks) if t == task]
-            for i, result in zip(rows, self._translate_sentences(
-                    [sentences[i] for i in rows], task, cancellation)):
-                results[i] = result
-        return results
-
-    def _translate_sentences(self, sentences: List[str], task: Task,
-                             cancellation: Optional[Cancellation] = None
-                             ) -> List[SentenceResult]:
-        """Cached translations, the rest from the callable (each unique
-        sentence once, `chunk_sentences` a call)."""
-        results = {}
-        if self.cache is not None:
-            for s in sentences:
-                hit = self.cache.get(s, task, self.model_version)
-                if hit is not None:
-                    results[s] = as_result(hit)
-        todo = list(dict.fromkeys(s for s in sentences if s not in results))
-        if len(todo) > self.chunk_sentences:
-            todo.sort(key=len)  # batches of similar lengths pad little
-        kwargs = ({"cancellation": cancellation}
-                  if self._takes_cancellation and cancellation is not None
-                  else {})
-        for start in range(0, len(todo), self.chunk_sentences):
-            if cancellation is not None:
-                cancellation.check()
-            chunk = todo[start:start + self.chunk_sentences]
-            out = [as_result(t) for t in self._translate(
-                chunk, task.src_lang, task.tgt_lang, task.tags, **kwargs)]
-            if len(out) != len(chunk):
-                raise ValueError(f"translate returned {len(out)} "
-                                 f"translations for {len(chunk)} sentences")
-            for source, target in zip(chunk, out):
-                results[source] = target
-                if self.cache is not None:
-                    self.cache.put(source, task, self.model_version, target)
-        return [results[s] for s in sentences]
-
-
-def _takes_keyword(function, name: str) -> bool:
-    """Whether `function` accepts the keyword argument `name`."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in parameters or any(
-        p.kind == p.VAR_KEYWORD for p in parameters.values())
