@@ -161,6 +161,16 @@ def test_gateway_command_errors(capsys, flags, message):
     assert err == f"gnmt-tf gateway: error: {message}"
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_request_timeout_is_validated(capsys, value):
+    with pytest.raises(SystemExit) as info:
+        main(["gateway", "--model", "x", "--request-timeout", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("gnmt-tf gateway: error: argument --request-timeout: "
+                   f"must be a finite number > 0, got {value!r}")
+
+
 def test_the_parser_loads_no_pipeline_server_or_model_code():
     """`gnmt-tf --help` stays light with the gateway plugin registered."""
     code = ("import sys; from gnmt_tf.cli.main import build_parser; "
