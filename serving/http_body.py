@@ -33,10 +33,12 @@ async def read_body(request: fastapi.Request, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit, int(declared))
-    chunks, size = [], 0
+    # One growing buffer: a large one is its own mapping, which goes back
+    # to the OS when freed, where a list of small chunks would stay in the
+    # allocator's heap.
+    body = bytearray()
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
+        if len(body) + len(chunk) > limit:
             raise BodyTooLarge(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+        body += chunk
+    return bytes(body)
