@@ -40,8 +40,8 @@ document, malformed XHTML, an unknown language, naming the supported ones;
 a missing field; a sentence too long for the model, refused before any
 work), 413 a body over the size limit (refused as soon as the body passes
 it, chunked or not), 415 another content type, 422 a glossary while the
-pipeline takes none; 502/503 when the translation server fails, 504 when
-the request runs past its deadline (`request_timeout_s`). A request whose
+pipeline takes none; 502/503/504 when the translation server fails, and
+504 when the request runs past its deadline (`request_timeout_s`). A request whose
 client disconnects stops translating within one batch.
 """
 
@@ -259,13 +259,12 @@ class Gateway:
                                    "version of the pipeline", 422)
             kwargs["glossary"] = request["glossary"]
         quality = request.get("qe") or request.get("min_quality") is not None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # flags go in the response
-            result = self.pipeline.translate_document_detailed(
-                document, src_lang=src_lang, tgt_lang=tgt_lang,
-                tags=request["tags"], format=fmt, qe=quality,
-                min_quality=request.get("min_quality"),
-                cancellation=cancellation, **kwargs)
+        # The detailed result carries the flags: no LowQualityWarning.
+        result = self.pipeline.translate_document_detailed(
+            document, src_lang=src_lang, tgt_lang=tgt_lang,
+            tags=request["tags"], format=fmt, qe=quality,
+            min_quality=request.get("min_quality"),
+            cancellation=cancellation, **kwargs)
         response = {"translation": result.output, "format": fmt,
                     "src_lang": result.source_language, "tgt_lang": tgt_lang,
                     "detected_language": (result.source_language

@@ -153,10 +153,12 @@ def served_search_options(args):
             "with --model)")
     from serving.search_options import check_search_options
 
-    return check_search_options({
-        "beam_size": 1 if options.decoder == "greedy" else options.beam_size,
-        "length_penalty": options.length_penalty,
-        "coverage_penalty": options.coverage_penalty})
+    served = {"beam_size": 1 if options.decoder == "greedy"
+              else options.beam_size,
+              "length_penalty": options.length_penalty,
+              "coverage_penalty": options.coverage_penalty}
+    check_search_options(served)  # what the server checks, before a request
+    return served
 
 
 def register(subparsers):
