@@ -79,6 +79,24 @@ def test_errors_are_one_line(tiny_model_dir, tmp_path, capsys, flags,
     assert message in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_huge_line_is_refused_before_any_work(tiny_model_dir, tmp_path,
+                                                capsys, monkeypatch):
+    """`translate --format text` on one 20,000-word line: refused by its
+    word count, nothing normalised (it used to take ~100 s first)."""
+    import pipeline.pipeline
+
+    normalised = []
+    monkeypatch.setattr(pipeline.pipeline, "normalize_reversibly",
+                        lambda *a: normalised.append(a))
+    code, _ = _translate(tmp_path, "--model", tiny_model_dir, "--format",
+                         "text", "--src-lang", "en", "--tgt-lang", "de",
+                         document="word " * 20_000)
+    assert code == 2 and normalised == []
+    err = capsys.readouterr().err.strip()
+    assert "segment 1: a sentence of 20,000 or more words; the model reads " \
+        "at most" in err and len(err.splitlines()) == 1, err
+
+
 def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
     from gateway.pipelines import Pipeline
 
