@@ -3,7 +3,9 @@ server over gRPC.
 
 Both are callables `backend(sentences, src_lang, tgt_lang, tags) ->
 [pipeline.results.SentenceResult]` with a `languages` attribute (the codes
-the model knows) and `model_version` (for the cache key).
+the model knows), `model_version` (for the cache key) and
+`max_sentence_length` (the model's limit in subwords a sentence, None when
+unknown: a server checks it itself).
 
 - `ModelBackend` runs a model directory (or shipped model name) with
   `gnmt_tf.translator.Translator` and `gnmt_tf.aligned_search`: the text,
@@ -121,6 +123,7 @@ class ModelBackend:
 
         self.translator = translator
         self.model = translator.model
+        self.max_sentence_length = translator.max_source_length
         self.options = options or SearchOptions()
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -162,8 +165,10 @@ class ModelBackend:
         return sorted(found)
 
     def __call__(self, sentences: Sequence[str], src_lang: str,
-                 tgt_lang: str, tags: Sequence[str] = ()
-                 ) -> List[SentenceResult]:
+                 tgt_lang: str, tags: Sequence[str] = (),
+                 cancellation=None) -> List[SentenceResult]:
+        """Translates `sentences`; a `pipeline.cancellation.Cancellation`
+        is checked before each search (after waiting for the model)."""
         import tensorflow as tf
 
         task = direction_task(self.task_names, self.fixed, src_lang,
@@ -177,6 +182,8 @@ class ModelBackend:
         # One search at a time: TensorFlow spreads each over the cores.
         with self._lock:
             for start in range(0, len(order), self.batch_size):
+                if cancellation is not None:
+                    cancellation.check()
                 chunk = order[start:start + self.batch_size]
                 batch = tf.constant([sentences[i].encode("utf-8")
                                      for i in chunk])
@@ -244,6 +251,7 @@ class ServerBackend:
                     "direction: give its languages as exactly SRC,TGT")
             self.fixed = self.languages
         self.model_version = f"{client.target}/{client.model_name}"
+        self.max_sentence_length = None
 
     @classmethod
     def connect(cls, target: str, model_name: str, languages: Sequence[str],

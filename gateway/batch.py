@@ -320,6 +320,7 @@ class _Job:
                 return entry, "failed"
             finally:
                 entry["warnings"] = list(log)
+        entry["warnings"] += result.warnings
         entry.update(
             status="ok", output_sha256=hashlib.sha256(
                 result.output).hexdigest(),

@@ -37,6 +37,12 @@ def register(subparsers) -> None:
                         help="largest document accepted (default 10)")
     parser.add_argument("--batch-size", type=positive_int, default=32,
                         help="sentences per search call (--model)")
+    parser.add_argument(
+        "--request-timeout", type=positive_float, default=300.0,
+        metavar="SECONDS",
+        help="a request still translating after this long gets 504 and its "
+             "work stops (default 300); a request whose client disconnects "
+             "stops at once")
     add_search_arguments(parser)  # --model's search (a server's is its own)
     parser.set_defaults(func=run)
 
@@ -140,7 +146,8 @@ def run(args) -> int:
     options = model_search_options(args, "the gateway")
     max_bytes = int(args.max_document_mb * 1_000_000)
     pipeline = make_pipeline(args, max_bytes, options)
-    server = GatewayServer(pipeline, args.host, args.port)
+    server = GatewayServer(pipeline, args.host, args.port,
+                           request_timeout_s=args.request_timeout)
     server.start()
     print(f"gnmt-tf gateway: {', '.join(pipeline.languages)} on "
           f"{server.url}", file=sys.stderr, flush=True)

@@ -25,6 +25,12 @@ class Pipeline(_Pipeline):
 
     def __init__(self, translate, languages, cache=None,
                  model_version="unversioned", **kwargs):
+        # The backend's sentence limit, and its batches as the pipeline's
+        # calls (cancellation is checked between them).
+        kwargs.setdefault("max_sentence_length",
+                          getattr(translate, "max_sentence_length", None))
+        kwargs.setdefault("chunk_sentences",
+                          getattr(translate, "batch_size", 32))
         super().__init__(translate, languages, cache, model_version, **kwargs)
         self.backend = translate
 

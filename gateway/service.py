@@ -21,21 +21,31 @@ told otherwise. The model behind it is a `gateway.Pipeline`: in process
 
 and answers ``{"translation": ..., "format", "src_lang", "tgt_lang",
 "detected_language" (the detected code, or null when src_lang was given),
-"warnings": [...]}`` (repaired HTML); with "qe" or "min_quality" also
-``"quality"`` (the document's, 0-1), ``"sentences"`` (``{"source",
-"translation", "quality", "flagged"}`` each) and ``"flagged"`` (their
-indices). A raw document (`Content-Type:
-text/plain` or `text/html`, parameters in the query string:
+"warnings": [...]}`` (repaired HTML, and segments in a script none of the
+model's languages use: left untranslated when the language is detected,
+translated but unreliable when it was given); with "qe" or "min_quality"
+also ``"quality"`` (the document's, 0-1), ``"sentences"`` (``{"source",
+"language", "translation", "quality", "flagged"}`` each) and ``"flagged"``
+(their indices). With "src_lang": "auto" each paragraph (segment) long
+enough for a reliable answer is translated from its own language, and those
+already in the target language are left as they are. A raw document
+(`Content-Type: text/plain` or `text/html`, parameters in the query string:
 ``?tgt_lang=de&src_lang=auto&tags=news``) comes back raw, with
-``Content-Language`` and ``X-Source-Language`` headers.
+``Content-Language`` and ``X-Source-Language`` headers (and
+``X-Translation-Warnings``, a JSON list, when there are warnings).
 
 Errors are ``{"error": "one line"}`` with a 4xx status: 400 bad input
-(malformed JSON, invalid UTF-8, an empty document, malformed XHTML, an
-unknown language, naming the supported ones; a missing field), 413 a body
-over the size limit, 415 another content type, 422 a glossary while the
-pipeline takes none; 502/503/504 when the translation server fails.
+(malformed JSON or JSON nested too deeply, invalid UTF-8, an empty
+document, malformed XHTML, an unknown language, naming the supported ones;
+a missing field; a sentence too long for the model, refused before any
+work), 413 a body over the size limit (refused as soon as the body passes
+it, chunked or not), 415 another content type, 422 a glossary while the
+pipeline takes none; 502/503/504 when the translation server fails, and
+504 when the request runs past its deadline (`request_timeout_s`). A request whose
+client disconnects stops translating within one batch.
 """
 
+import asyncio
 import inspect
 import json
 import logging
@@ -48,11 +58,17 @@ import fastapi
 from fastapi.concurrency import run_in_threadpool
 
 from gateway.backends import BackendError
+from pipeline.cancellation import Cancellation
+from pipeline.cancellation import Cancelled
+from pipeline.cancellation import DeadlineExceeded
 from pipeline.documents import DocumentError
 from pipeline.documents import MalformedHTMLWarning
 from pipeline.documents import read_document
 from pipeline.language_id import UnsupportedLanguageError
 from pipeline.language_id import check_language
+from serving import json_limits
+from serving.http_body import BodyTooLarge
+from serving.http_body import read_body
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +82,7 @@ _RAW_TYPES = {"text/plain": "text", "text/html": "html",
 _JSON_OVERHEAD = 6
 # `warnings.catch_warnings` changes process-wide state: one reader at a time.
 _WARNINGS_LOCK = threading.Lock()
+DEFAULT_REQUEST_TIMEOUT_S = 300.0
 
 
 class RequestError(ValueError):
@@ -128,10 +145,12 @@ def parse_json_request(body: bytes) -> dict:
     """The request fields of a JSON body; `RequestError` for a bad one."""
     text = _decode_utf8(body, "the request body")
     try:
-        fields = json.loads(text)
+        fields = json_limits.loads(text)
     except json.JSONDecodeError as e:
         raise RequestError(f"malformed JSON: {e.msg} at line {e.lineno} "
                            f"column {e.colno}") from None
+    except json_limits.JsonTooDeep as e:
+        raise RequestError(f"malformed JSON: {e}") from None
     if not isinstance(fields, dict):
         raise RequestError("the request must be a JSON object")
     unknown = sorted(set(fields) - set(_JSON_FIELDS))
@@ -203,12 +222,13 @@ class Gateway:
         parameters = inspect.signature(pipeline.translate_document).parameters
         self.takes_glossary = "glossary" in parameters
 
-    def translate(self, request: dict) -> dict:
+    def translate(self, request: dict,
+                  cancellation: Optional[Cancellation] = None) -> dict:
         """Translates one parsed request; returns the response fields.
 
         Raises:
           RequestError, UnsupportedLanguageError, DocumentError, ValueError,
-          BackendError.
+          BackendError, pipeline.cancellation.Cancelled.
         """
         fmt = request["format"]
         if fmt not in FORMATS:
@@ -223,20 +243,15 @@ class Gateway:
         src_lang = request["src_lang"] or "auto"
         if not isinstance(src_lang, str):
             raise RequestError("src_lang must be a string")
+        if src_lang != "auto":
+            src_lang = check_language(src_lang, languages)
         document = request["document"]
         if not (document.strip() if isinstance(document, str)
                 else document.strip()):
             raise RequestError("the document is empty")
         # A raw document is bytes: UTF-8, unless an HTML document declares
         # its own encoding (pipeline.documents reads the declaration).
-        segments, repaired = self._read(document, fmt)
-        detected = None
-        if src_lang == "auto":
-            text = " ".join(segments)
-            detected = (self.pipeline.detect_language(text)
-                        if text.strip() else tgt_lang)
-            src_lang = detected
-        src_lang = check_language(src_lang, languages)
+        repaired = self._read(document, fmt)
         kwargs = {}
         if request.get("glossary") is not None:
             if not self.takes_glossary:
@@ -244,50 +259,67 @@ class Gateway:
                                    "version of the pipeline", 422)
             kwargs["glossary"] = request["glossary"]
         quality = request.get("qe") or request.get("min_quality") is not None
-        if not quality:
-            translation = self.pipeline.translate_document(
-                document, src_lang=src_lang, tgt_lang=tgt_lang,
-                tags=request["tags"], format=fmt, **kwargs)
-            return {"translation": translation, "format": fmt,
-                    "src_lang": src_lang, "tgt_lang": tgt_lang,
-                    "detected_language": detected, "warnings": repaired}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # flags go in the response
-            result = self.pipeline.translate_document_detailed(
-                document, src_lang=src_lang, tgt_lang=tgt_lang,
-                tags=request["tags"], format=fmt, qe=True,
-                min_quality=request.get("min_quality"), **kwargs)
-        return {"translation": result.output, "format": fmt,
-                "src_lang": src_lang, "tgt_lang": tgt_lang,
-                "detected_language": detected, "warnings": repaired,
-                "quality": result.quality,
-                "sentences": [{"source": s.source,
-                               "translation": s.translation,
-                               "quality": s.quality, "flagged": s.flagged}
-                              for s in result.sentences],
-                "flagged": result.flagged}
+        # The detailed result carries the flags: no LowQualityWarning.
+        result = self.pipeline.translate_document_detailed(
+            document, src_lang=src_lang, tgt_lang=tgt_lang,
+            tags=request["tags"], format=fmt, qe=quality,
+            min_quality=request.get("min_quality"),
+            cancellation=cancellation, **kwargs)
+        response = {"translation": result.output, "format": fmt,
+                    "src_lang": result.source_language, "tgt_lang": tgt_lang,
+                    "detected_language": (result.source_language
+                                          if src_lang == "auto" else None),
+                    "warnings": repaired + result.warnings}
+        if quality:
+            response.update(
+                quality=result.quality,
+                sentences=[{"source": s.source, "language": s.language,
+                            "translation": s.translation,
+                            "quality": s.quality, "flagged": s.flagged}
+                           for s in result.sentences],
+                flagged=result.flagged)
+        return response
 
     def _read(self, document, fmt):
-        """The document's segments and what the HTML parser repaired
-        (`DocumentError` for unreadable input, before any translating)."""
+        """What the HTML parser repaired (`DocumentError` for unreadable
+        input, before any translating)."""
         with _WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MalformedHTMLWarning)
-            segments = read_document(document, fmt,
-                                     self.pipeline.max_bytes).segments
-        return segments, [str(w.message) for w in caught
-                          if issubclass(w.category, MalformedHTMLWarning)]
+            read_document(document, fmt, self.pipeline.max_bytes)
+        return [str(w.message) for w in caught
+                if issubclass(w.category, MalformedHTMLWarning)]
 
 
-def make_app(pipeline, max_body_bytes: Optional[int] = None):
+async def _wait_for_disconnect(request: fastapi.Request,
+                               cancellation: Cancellation):
+    """Cancel the request's work when its client disconnects (the body has
+    been read: the next ASGI message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    cancellation.cancel()
+
+
+def _retrieve(task: asyncio.Future):
+    """Done callback of work nobody awaits any more (a request answered
+    504): fetch its outcome so asyncio logs no "never retrieved"."""
+    if not task.cancelled():
+        task.exception()
+
+
+def make_app(pipeline, max_body_bytes: Optional[int] = None,
+             request_timeout_s: Optional[float] = DEFAULT_REQUEST_TIMEOUT_S):
     """The FastAPI app of the gateway over `pipeline`.
 
     Args:
       pipeline: a `gateway.Pipeline`.
       max_body_bytes: int or None. Larger bodies get 413 (default: room for
         a document of `pipeline.max_bytes` in JSON).
+      request_timeout_s: float or None. A request still translating after
+        this many seconds gets 504 and its work stops (None: no limit).
     """
     gateway = Gateway(pipeline)
     limit = max_body_bytes or pipeline.max_bytes * _JSON_OVERHEAD + 4096
+    Cancellation(request_timeout_s)  # validates
     app = fastapi.FastAPI(title="gnmt-tf gateway", docs_url=None,
                           redoc_url=None, openapi_url=None)
 
@@ -301,14 +333,10 @@ def make_app(pipeline, max_body_bytes: Optional[int] = None):
 
     @app.post("/v1/translate")
     async def translate(request: fastapi.Request):
-        declared = request.headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            return _error(413, f"request body of {declared} bytes is over "
-                               f"the limit of {limit} bytes")
-        body = await request.body()
-        if len(body) > limit:
-            return _error(413, f"request body of {len(body)} bytes is over "
-                               f"the limit of {limit} bytes")
+        try:
+            body = await read_body(request, limit)
+        except BodyTooLarge as e:
+            return _error(413, str(e))
         if not body:
             return _error(400, "empty request body")
         kind = request.headers.get("content-type", "application/json")
@@ -322,12 +350,16 @@ def make_app(pipeline, max_body_bytes: Optional[int] = None):
             else:
                 return _error(415, f"unsupported content type {kind!r}; "
                                    "send JSON, text/plain or text/html")
-            result = await run_in_threadpool(gateway.translate, parsed)
+            result = await _run(request, parsed)
         except RequestError as e:
             return _error(e.status, str(e))
         except DocumentError as e:
             status = 413 if "over the limit" in str(e) else 400
             return _error(status, str(e))
+        except DeadlineExceeded:
+            return _deadline_error()
+        except Cancelled as e:  # the client is gone: nobody reads this
+            return _error(499, str(e))
         except (UnsupportedLanguageError, ValueError, TypeError) as e:
             return _error(400, str(e).splitlines()[0] if str(e) else
                           type(e).__name__)
@@ -337,19 +369,49 @@ def make_app(pipeline, max_body_bytes: Optional[int] = None):
             log.exception("gateway: translating a request failed")
             return _error(500, "internal error (see the gateway's log)")
         if parsed["raw"]:
-            translation = result["translation"]
-            media = ("text/plain; charset=utf-8" if parsed["format"] == "text"
-                     else "text/html")
-            if isinstance(translation, str):
-                translation = translation.encode("utf-8")
-                media = f"{media.split(';')[0]}; charset=utf-8"
-            return fastapi.Response(
-                translation, media_type=media,
-                headers={"Content-Language": result["tgt_lang"],
-                         "X-Source-Language": result["src_lang"]})
+            return _raw_response(result, parsed["format"])
         return result
 
+    async def _run(request, parsed):
+        """`gateway.translate` on a worker thread, cancelled when the client
+        disconnects; `DeadlineExceeded` at the deadline (the work stops at
+        its next batch)."""
+        cancellation = Cancellation(request_timeout_s)
+        watcher = asyncio.ensure_future(
+            _wait_for_disconnect(request, cancellation))
+        work = asyncio.ensure_future(
+            run_in_threadpool(gateway.translate, parsed, cancellation))
+        try:
+            done, _ = await asyncio.wait({work},
+                                         timeout=cancellation.time_left())
+        finally:
+            watcher.cancel()
+        if not done:
+            cancellation.cancel("past the deadline")
+            work.add_done_callback(_retrieve)
+            raise DeadlineExceeded()
+        return work.result()
+
+    def _deadline_error():
+        return _error(504, f"the translation took longer than the "
+                           f"gateway's limit of {request_timeout_s:g} s a "
+                           "request (gnmt-tf gateway --request-timeout)")
+
     return app
+
+
+def _raw_response(result: dict, fmt: str) -> fastapi.Response:
+    """A raw document's translation, as raw as it came."""
+    translation = result["translation"]
+    media = ("text/plain; charset=utf-8" if fmt == "text" else "text/html")
+    if isinstance(translation, str):
+        translation = translation.encode("utf-8")
+        media = f"{media.split(';')[0]}; charset=utf-8"
+    headers = {"Content-Language": result["tgt_lang"],
+               "X-Source-Language": result["src_lang"]}
+    if result["warnings"]:
+        headers["X-Translation-Warnings"] = json.dumps(result["warnings"])
+    return fastapi.Response(translation, media_type=media, headers=headers)
 
 
 class GatewayServer:
@@ -359,15 +421,18 @@ class GatewayServer:
       pipeline: a `gateway.Pipeline`.
       host: str. Interface to bind (default 127.0.0.1: this machine only).
       port: int. 0 picks a free one (see `port` after `start()`).
-      max_body_bytes: as `make_app`'s.
+      max_body_bytes, request_timeout_s: as `make_app`'s.
     """
 
     def __init__(self, pipeline, host: str = "127.0.0.1", port: int = 0,
-                 max_body_bytes: Optional[int] = None):
+                 max_body_bytes: Optional[int] = None,
+                 request_timeout_s: Optional[float] =
+                 DEFAULT_REQUEST_TIMEOUT_S):
         from serving.rest_server import RestServer
 
-        self._rest = RestServer(make_app(pipeline, max_body_bytes), host,
-                                port)
+        self._rest = RestServer(
+            make_app(pipeline, max_body_bytes, request_timeout_s), host,
+            port)
 
     @property
     def port(self) -> int:

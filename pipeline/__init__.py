@@ -18,6 +18,9 @@ importing TensorFlow, so a client that talks to a server stays light:
   `pipeline.placeholder_mapping` hold the matching and mapping shared with
   `alignment/`);
 - `pipeline.quality`: unsupervised quality estimation;
+- `pipeline.limits`: sentences too long for the model refused before any
+  work; `pipeline.model_calls`: the calls to the model, in chunks, with
+  `pipeline.cancellation` checked between them (client gone, deadline);
 - `pipeline.pipeline`: `Pipeline`, which chains them around any
   `translate(sentences, src_lang, tgt_lang, tags)` callable.
 

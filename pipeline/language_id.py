@@ -29,6 +29,12 @@ UNDETERMINED = "und"  # ISO 639-2: no language could be determined
 # Document-level detection reads at most this many characters: enough for a
 # confident answer, and bounded time on huge documents.
 MAX_DETECTION_CHARS = 4000
+# Per-segment detection (`segment_languages`) reads at most this many
+# characters of a segment, and gives a segment a language of its own only
+# from this many letters: shorter ones (headings, captions, alt text) are
+# too short for a reliable answer and take the document's.
+SEGMENT_DETECTION_CHARS = 300
+MIN_SEGMENT_LETTERS = 20
 
 
 class UnsupportedLanguageError(ValueError):
@@ -151,6 +157,41 @@ class LanguageDetector:
         """`code` if this detector supports it, else
         `UnsupportedLanguageError`."""
         return check_language(code, self.languages)
+
+
+def segment_languages(detector: LanguageDetector, texts: Sequence[str],
+                      document_language: str,
+                      detect_each: bool = True) -> List[str]:
+    """The language of each segment of a document (mixed-language documents
+    translate each segment from its own).
+
+    Args:
+      detector: `LanguageDetector` of the model's languages.
+      texts: the segments' text.
+      document_language: str. The document's language (detected or given).
+      detect_each: bool. Give a segment of at least `MIN_SEGMENT_LETTERS`
+        letters the language detected in it; False: every segment is in
+        `document_language` (a language the user gave).
+
+    Returns:
+      One code per segment: `UNDETERMINED` for a segment with letters in
+      none of the detector's languages' scripts (Arabic among en, de),
+      whatever `detect_each`; else its language.
+    """
+    languages = []
+    for text in texts:
+        head = text[:SEGMENT_DETECTION_CHARS]
+        letters = sum(c.isalpha() for c in head)
+        if not letters:
+            languages.append(document_language)
+            continue
+        found = detector.detect(head).language
+        if found == UNDETERMINED or (detect_each
+                                     and letters >= MIN_SEGMENT_LETTERS):
+            languages.append(found)
+        else:
+            languages.append(document_language)
+    return languages
 
 
 @functools.lru_cache(maxsize=8)

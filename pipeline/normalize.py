@@ -25,6 +25,11 @@ What can be undone (`normalize_reversibly` and `Normalized.restore`):
   the normalised text did (true for an identity translation, and for most
   translations that keep the quotes).
 
+Both run in time linear in the text: Moses' one backtracking rule runs
+in an equivalent linear form (`_DotRunRule`), and the user's
+punctuation is found by pairing the text between words, which Moses never
+changes, rather than by aligning whole texts.
+
 What cannot be undone, and why that is acceptable: NFC (canonically
 equivalent text, the same to every reader), removed control characters
 (invisible, and they break tokenisers), collapsed whitespace inside a line
@@ -33,8 +38,8 @@ that Moses changed around punctuation. `Normalized.original` keeps the
 input for whoever needs the exact characters.
 """
 
+import collections
 import dataclasses
-import difflib
 import functools
 import re
 import unicodedata
@@ -54,11 +59,57 @@ MOSES_LANGUAGES = frozenset({"cs", "de", "en", "es", "fr", "it", "nl", "pl",
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACES = re.compile(r"[^\S\n]+")  # any whitespace but newline
+# Letters and digits (`str.isalnum`): Moses' rules never change them.
+_WORD = re.compile(r"[^\W_]+")
+# sacremoses' rules that start with a run of dots: `re.sub` retries them
+# from every dot of a run the rule does not match after, quadratic in the
+# run's length (20,000 dots: seconds).
+_DOT_RUN_RULES = frozenset({r'(\.+)"(\s*[^<])'})
+
+
+class _DotRunRule:
+    """`re.sub(pattern, repl, text)` for a pattern that starts with `(\.+)`,
+    in linear time: a match from a dot would end where one from the first
+    dot of its run does, so a match is looked for from a run's first dot
+    only (and where the previous match ended, which may be inside a run).
+    """
+
+    def __init__(self, pattern: str, repl: str):
+        self.pattern = re.compile(pattern)
+        self._from_run_start = re.compile(r"(?<!\.)" + pattern)
+        self.repl = repl
+
+    def sub(self, text: str) -> str:
+        parts, position = [], 0
+        while True:
+            match = None
+            if text.startswith(".", position) and position and \
+                    text[position - 1] == ".":
+                match = self.pattern.match(text, position)
+            match = match or self._from_run_start.search(text, position)
+            if match is None:
+                break
+            parts += [text[position:match.start()], match.expand(self.repl)]
+            position = match.end()
+        return "".join(parts) + text[position:]
 
 
 @functools.lru_cache(maxsize=None)
-def _moses(language: str) -> MosesPunctNormalizer:
-    return MosesPunctNormalizer(lang=language)
+def _moses_rules(language: str) -> tuple:
+    """sacremoses' substitutions for `language` as `sub(text)` callables,
+    in its order."""
+    rules = MosesPunctNormalizer(lang=language).substitutions
+    return tuple(_DotRunRule(pattern, repl).sub if pattern in _DOT_RUN_RULES
+                 else functools.partial(re.compile(pattern).sub, repl)
+                 for pattern, repl in rules)
+
+
+def _moses_line(line: str, language: str) -> str:
+    """`MosesPunctNormalizer(lang=language).normalize(line)`, in linear
+    time."""
+    for sub in _moses_rules(language):
+        line = sub(line)
+    return line.strip()
 
 
 def clean_whitespace(text: str) -> str:
@@ -88,9 +139,8 @@ def normalize(text: str, language: Optional[str] = None) -> str:
     """
     text = clean_whitespace(text)
     if language and language.lower() in MOSES_LANGUAGES:
-        moses = _moses(language.lower())
-        text = "\n".join(moses.normalize(line).strip() if line else line
-                         for line in text.split("\n"))
+        text = "\n".join(_moses_line(line, language.lower()) if line
+                         else line for line in text.split("\n"))
     return text
 
 
@@ -129,13 +179,23 @@ class Normalized:
 
 def _substitutions(before: str, after: str) -> Dict[str, List[str]]:
     """For each punctuation piece of `after` that replaced a different one of
-    `before`, the pieces of `before` at each occurrence, in order."""
+    `before`, the pieces of `before` at each occurrence, in order.
+
+    Moses changes only what lies between words, so the texts are cut at
+    their words (the same ones, in order) and each pair of gaps is compared
+    on its own: linear in the texts' length.
+    """
+    if _WORD.findall(before) != _WORD.findall(after):
+        return {}  # not a Moses rewrite: nothing is put back
     replaced: Dict[int, Tuple[str, str]] = {}  # start in `after` -> pair
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    for op, b0, b1, a0, a1 in matcher.get_opcodes():
-        old, new = before[b0:b1], after[a0:a1]
-        if op == "replace" and _is_punctuation(old) and _is_punctuation(new):
-            replaced[a0] = (new, old)
+    position = 0
+    for old, new in zip(_WORD.split(before), _WORD.split(after)):
+        if old != new:
+            for offset, pair in _gap_substitutions(old, new):
+                replaced[position + offset] = pair
+        position += len(new)
+        match = _WORD.match(after, position)
+        position = match.end() if match else position
     result: Dict[str, List[str]] = {}
     for new in sorted({new for new, _ in replaced.values()}, key=len,
                       reverse=True):
@@ -146,6 +206,54 @@ def _substitutions(before: str, after: str) -> Dict[str, List[str]]:
             start = after.find(new, start + len(new))
         result[new] = originals
     return result
+
+
+def _gap_substitutions(old: str, new: str) -> List[Tuple[int, Tuple[str,
+                                                                   str]]]:
+    """`(offset in new, (new piece, old piece))` for the punctuation Moses
+    replaced in one gap between words.
+
+    The characters of each side that the other lacks are paired in order:
+    one for one when there are as many on both sides, else run for run (a
+    run: adjacent repeats of one character, so "..." pairs with "…" and
+    '"' with "''"); none when that does not pair them up either.
+    """
+    added = _unmatched(new, old)
+    removed = _unmatched(old, new)
+    if not added or not removed:
+        return []
+    if len(added) != len(removed):
+        added, removed = _runs(added), _runs(removed)
+        if len(added) != len(removed):
+            return []
+    return [(offset, (n, o)) for (offset, n), (_, o) in zip(added, removed)
+            if _is_punctuation(n) and _is_punctuation(o)]
+
+
+def _unmatched(text: str, other: str) -> List[Tuple[int, str]]:
+    """`(offset, character)` of the non-space characters of `text` beyond
+    the count of each in `other`, the last ones of each kind."""
+    surplus = collections.Counter(c for c in text if not c.isspace())
+    surplus.subtract(c for c in other if not c.isspace())
+    found = []
+    for offset in range(len(text) - 1, -1, -1):
+        c = text[offset]
+        if surplus[c] > 0 and not c.isspace():
+            surplus[c] -= 1
+            found.append((offset, c))
+    return found[::-1]
+
+
+def _runs(pieces: List[Tuple[int, str]]) -> List[Tuple[int, str]]:
+    """Adjacent repeats of one character joined: `(offset, run)`."""
+    runs: List[Tuple[int, str]] = []
+    for offset, c in pieces:
+        if runs and runs[-1][1][-1] == c and \
+                runs[-1][0] + len(runs[-1][1]) == offset:
+            runs[-1] = (runs[-1][0], runs[-1][1] + c)
+        else:
+            runs.append((offset, c))
+    return runs
 
 
 def _is_punctuation(piece: str) -> bool:

@@ -1,15 +1,26 @@
 """`Pipeline`: documents in, documents out, around any translate callable.
 
-The steps: extract segments (`pipeline.documents`), normalise them
-(`pipeline.normalize`; per segment, so `script` and `pre` stay as they
-were), take inline markup out (`pipeline.markup`), detect the source
-language when it is "auto" (`pipeline.language_id`), split into sentences
-(`pipeline.sentence_split`), protect key information and glossary terms
-(`pipeline.key_information`), translate the sentences not in the cache,
+The steps: extract segments (`pipeline.documents`), refuse a sentence too
+long for the model before any other work (`pipeline.limits`), detect the
+source language when it is "auto" (`pipeline.language_id`: the document's,
+then each segment's, so a mixed-language document is translated segment by
+segment from its own language, and segments already in the target language
+pass through unchanged), normalise the segments (`pipeline.normalize`; per
+segment, so `script` and `pre` stay as they were), take inline markup out
+(`pipeline.markup`), split into sentences (`pipeline.sentence_split`),
+protect key information and glossary terms (`pipeline.key_information`),
+translate the sentences not in the cache, batch by batch (a
+`pipeline.cancellation.Cancellation` stops the work between batches),
 restore entities, terms and markup at the aligned positions
 (`pipeline.projection`, with repairs so none is lost), estimate quality
 (`pipeline.quality`, on request), put the user's punctuation back, and
 reassemble.
+
+A segment in a script none of the model's languages use (Arabic, Hebrew,
+Chinese for a model of en, de, fr, cs) would come back as fluent nonsense:
+it is left as it is when the source language is detected, translated when
+the user named the language, and either way named in
+`DocumentTranslation.warnings`.
 
 The model is a callable `translate(sentences, src_lang, tgt_lang, tags) ->
 translations`, each a str or a `pipeline.results.SentenceResult` (whose
@@ -26,6 +37,7 @@ from typing import (Callable, Dict, List, Optional, Sequence, Tuple,
                     Union)
 
 from pipeline.cache import Task
+from pipeline.cancellation import Cancellation
 from pipeline.cache import TranslationCache
 from pipeline.documents import MAX_DOCUMENT_BYTES
 from pipeline.documents import read_document
@@ -38,9 +50,14 @@ from pipeline.language_id import UNDETERMINED
 from pipeline.language_id import LanguageDetector
 from pipeline.language_id import UnsupportedLanguageError
 from pipeline.language_id import check_language
+from pipeline.language_id import segment_languages
+from pipeline.limits import check_segment
+from pipeline.limits import check_sentences
 from pipeline.markup import MarkupError
 from pipeline.markup import restore_markup
 from pipeline.markup import strip_markup
+from pipeline.model_calls import ModelCalls
+from pipeline.model_calls import check_count
 from pipeline.normalize import normalize_reversibly
 from pipeline.projection import WordAlignment
 from pipeline.quality import DEFAULT_MODEL
@@ -48,7 +65,6 @@ from pipeline.quality import QualityModel
 from pipeline.quality import document_score
 from pipeline.quality import features
 from pipeline.results import SentenceResult
-from pipeline.results import as_result
 from pipeline.sentence_split import split_sentences
 
 TranslateFn = Callable[[List[str], str, str, Sequence[str]],
@@ -63,12 +79,17 @@ class LowQualityWarning(UserWarning):
     """Sentences whose quality estimate is below `min_quality`."""
 
 
+class UnknownScriptWarning(UserWarning):
+    """Segments in a script none of the model's languages use."""
+
+
 @dataclasses.dataclass
 class SentenceReport:
     """One translated sentence of a document.
 
     Attributes:
       source: str. The sentence as split (markup taken out).
+      language: str. The language it was translated from.
       translation: str. Its translation with entities and terms restored
         (before markup and punctuation are put back).
       quality: float in [0, 1] or None (no quality estimation asked).
@@ -80,6 +101,7 @@ class SentenceReport:
 
     source: str
     translation: str
+    language: str = ""
     quality: Optional[float] = None
     flagged: bool = False
     features: Dict[str, Optional[float]] = dataclasses.field(
@@ -97,8 +119,11 @@ class DocumentTranslation:
       source_language, target_language: str. ISO 639-1 codes (the source
         as detected when "auto" was asked).
       quality: float or None. Length-weighted mean of the sentences'.
-      sentences: list of `SentenceReport`, in document order.
+      sentences: list of `SentenceReport`, in document order (segments
+        passed through unchanged have none).
       kept, repaired: totals per kind ("entity", "term", "markup").
+      warnings: list of str. One line per segment in a script none of the
+        model's languages use.
     """
 
     output: Union[bytes, str]
@@ -108,6 +133,7 @@ class DocumentTranslation:
     sentences: List[SentenceReport]
     kept: Dict[str, int]
     repaired: Dict[str, int]
+    warnings: List[str] = dataclasses.field(default_factory=list)
 
     @property
     def flagged(self) -> List[int]:
@@ -119,6 +145,7 @@ class DocumentTranslation:
 class _Segment:
     """One segment on its way through: normalised, markup out, split."""
 
+    language: str  # the one it is translated from
     normalized: object  # pipeline.normalize.Normalized
     plain: str
     markup: list
@@ -162,6 +189,12 @@ class Pipeline:
       round_trip: bool. Quality estimation translates each output back
         (target -> source) with the same callable: only for a
         multi-direction model.
+      max_sentence_length: int or None. The model's limit in subwords a
+        sentence: a sentence of more words is refused before any work on
+        the document (`pipeline.limits`).
+      chunk_sentences: int. Sentences per call to `translate`
+        (`pipeline.model_calls`); a `Cancellation` is checked between
+        calls.
 
     Example:
       >>> upper = lambda sentences, src, tgt, tags: [s.upper()
@@ -179,8 +212,12 @@ class Pipeline:
                  entity_types: Sequence[str] = ENTITY_TYPES,
                  maskers: Sequence = (),
                  quality_model: QualityModel = DEFAULT_MODEL,
-                 round_trip: bool = False):
-        self._translate = translate
+                 round_trip: bool = False,
+                 max_sentence_length: Optional[int] = None,
+                 chunk_sentences: int = 32):
+        if max_sentence_length is not None:
+            check_count("max_sentence_length", max_sentence_length)
+        self._calls = ModelCalls(translate, chunk_sentences)
         self.languages = tuple(sorted({c.lower() for c in languages}))
         self.cache = cache
         self.model_version = model_version
@@ -191,6 +228,7 @@ class Pipeline:
         self.maskers = tuple(maskers)
         self.quality_model = quality_model
         self.round_trip = round_trip
+        self.max_sentence_length = max_sentence_length
 
     def detect_language(self, text: str) -> str:
         """The source language of `text` among `languages`; raises
@@ -204,7 +242,8 @@ class Pipeline:
                            tgt_lang: str, tags: Sequence[str] = (),
                            format: str = "text", glossary=None,
                            qe: bool = False,
-                           min_quality: Optional[float] = None
+                           min_quality: Optional[float] = None,
+                           cancellation: Optional[Cancellation] = None
                            ) -> Union[bytes, str]:
         """The translated document (bytes in, bytes out; str in, str out).
 
@@ -221,14 +260,20 @@ class Pipeline:
             for the scores).
           min_quality: float in [0, 1] or None. Sentences estimated below
             it are flagged: a `LowQualityWarning` says how many.
+          cancellation: `pipeline.cancellation.Cancellation` or None.
 
         Raises:
           UnsupportedLanguageError, pipeline.documents.DocumentError,
-          pipeline.glossary.GlossaryError, ValueError (bad `min_quality`).
+          pipeline.glossary.GlossaryError, ValueError (bad `min_quality`),
+          pipeline.limits.SentenceTooLongError,
+          pipeline.cancellation.Cancelled (cancelled or past its deadline).
         """
         result = self.translate_document_detailed(
             data, src_lang, tgt_lang, tags, format, glossary, qe,
-            min_quality)
+            min_quality, cancellation)
+        if result.warnings:
+            warnings.warn("; ".join(result.warnings), UnknownScriptWarning,
+                          stacklevel=2)
         if result.flagged:
             warnings.warn(f"{len(result.flagged)} of {len(result.sentences)}"
                           f" sentence(s) estimated below min_quality "
@@ -238,42 +283,65 @@ class Pipeline:
     def translate_document_detailed(
             self, data: Union[bytes, str], src_lang: str, tgt_lang: str,
             tags: Sequence[str] = (), format: str = "text", glossary=None,
-            qe: bool = False, min_quality: Optional[float] = None
+            qe: bool = False, min_quality: Optional[float] = None,
+            cancellation: Optional[Cancellation] = None
     ) -> DocumentTranslation:
         """`translate_document` with per-sentence detail: quality scores
         and flags, the detected language, entities / terms / markup kept
-        and repaired. Same arguments; quality is estimated when `qe` or
-        `min_quality` is given."""
+        and repaired, warnings. Same arguments; quality is estimated when
+        `qe` or `min_quality` is given."""
         if min_quality is not None and not 0.0 <= min_quality <= 1.0:
             raise ValueError(f"min_quality must be in [0, 1], got "
                              f"{min_quality}")
         tgt_lang = check_language(tgt_lang, self.languages)
         document = read_document(data, format, self.max_bytes)
         segments = document.segments
-        if src_lang == "auto":
-            src_lang = (self.detect_language(_MARKUP.sub(
-                " ", " ".join(segments)))
-                if any(s.strip() for s in segments) else tgt_lang)
+        texts = [_MARKUP.sub(" ", s) for s in segments]
+        if self.max_sentence_length:
+            for n, text in enumerate(texts, 1):
+                check_segment(text, self.max_sentence_length, f"segment {n}")
+        detect = src_lang == "auto"
+        if detect:
+            src_lang = (self.detect_language(" ".join(texts))
+                        if any(s.strip() for s in segments) else tgt_lang)
         src_lang = check_language(src_lang, self.languages)
-        task = Task(src_lang, tgt_lang, tuple(tags))
-        protector = KeyInformation(
-            as_glossary(glossary, src_lang, tgt_lang, task.tags),
-            self.protection, self.entity_types, self.maskers)
-        prepared = [self._prepare(s, src_lang, format == "html", protector)
-                    for s in segments]
-        flat = [p for segment in prepared for p in segment.protected]
-        results = self._translate_sentences([p.model_input for p in flat],
-                                            task)
-        reports = [SentenceReport(p.source, "") for p in flat]
+        sources, notes = self._segment_sources(texts, src_lang, tgt_lang,
+                                               detect)
+        protectors: Dict[str, KeyInformation] = {}
+        prepared: List[Optional[_Segment]] = []
+        for n, (segment, source) in enumerate(zip(segments, sources), 1):
+            if cancellation is not None:
+                cancellation.check()
+            if source is None:
+                prepared.append(None)
+                continue
+            if source not in protectors:
+                protectors[source] = KeyInformation(
+                    as_glossary(glossary, source, tgt_lang, tuple(tags)),
+                    self.protection, self.entity_types, self.maskers)
+            prepared.append(self._prepare(segment, source, format == "html",
+                                          protectors[source], f"segment {n}"))
+        flat = [p for segment in prepared if segment
+                for p in segment.protected]
+        tasks = [Task(segment.language, tgt_lang, tuple(tags))
+                 for segment in prepared if segment
+                 for _ in segment.protected]
+        results = self._calls([p.model_input for p in flat], tasks,
+                              self.cache, self.model_version, cancellation)
+        reports = [SentenceReport(p.source, "", task.src_lang)
+                   for p, task in zip(flat, tasks)]
         totals: Dict[str, int] = collections.Counter()
         kept: Dict[str, int] = collections.Counter()
         joiner = "" if tgt_lang in _NO_SPACE else " "
         translated, k = [], 0
-        for segment in prepared:
+        for original, segment in zip(segments, prepared):
+            if segment is None:
+                translated.append(original)
+                continue
             n = len(segment.protected)
             text, counts = self._assemble(
-                segment, results[k:k + n], reports[k:k + n], protector,
-                joiner)
+                segment, results[k:k + n], reports[k:k + n],
+                protectors[segment.language], joiner)
             for report in reports[k:k + n]:
                 kept.update(report.kept)
                 totals.update(report.repaired)
@@ -282,16 +350,41 @@ class Pipeline:
             k += n
         quality = None
         if qe or min_quality is not None:
-            quality = self._estimate(flat, results, reports, task,
-                                     min_quality)
+            quality = self._estimate(flat, results, reports, tasks,
+                                     min_quality, cancellation)
         return DocumentTranslation(
             document.rebuild(translated), src_lang, tgt_lang, quality,
-            reports, dict(kept), dict(totals))
+            reports, dict(kept), dict(totals), notes)
+
+    def _segment_sources(self, texts: List[str], src_lang: str,
+                         tgt_lang: str, detect: bool
+                         ) -> Tuple[List[Optional[str]], List[str]]:
+        """The language to translate each segment from (None: it passes
+        through unchanged) and the warnings for segments in an unknown
+        script. With `detect`, each segment is in its own language, and
+        those in `tgt_lang` or an unknown script pass through; else all are
+        in `src_lang`."""
+        detector = LanguageDetector.for_languages(self.languages)
+        found = segment_languages(detector, texts, src_lang, detect)
+        sources, notes = [], []
+        known = ", ".join(self.languages)
+        for n, language in enumerate(found, 1):
+            if language == UNDETERMINED:
+                notes.append(
+                    f"segment {n}: written in a script none of the model's "
+                    f"languages ({known}) use; "
+                    + ("left untranslated" if detect else
+                       "its translation is unreliable"))
+                language = None if detect else src_lang
+            elif detect and language == tgt_lang:
+                language = None
+            sources.append(language)
+        return sources, notes
 
     def _prepare(self, segment: str, language: str, html: bool,
-                 protector: KeyInformation) -> _Segment:
-        """Normalises a segment, takes its markup out, splits and protects
-        its sentences."""
+                 protector: KeyInformation, where: str) -> _Segment:
+        """Normalises a segment, takes its markup out, splits it, checks
+        its sentences' length and protects them."""
         normalized = normalize_reversibly(segment, language)
         plain, markup = normalized.text, []
         if html:
@@ -306,7 +399,9 @@ class Pipeline:
         except ValueError:
             spans = [(0, len(plain))] if plain.strip() else []
             sentences = [plain] if plain.strip() else []
-        return _Segment(normalized, plain, markup, spans,
+        if self.max_sentence_length:
+            check_sentences(sentences, self.max_sentence_length, where)
+        return _Segment(language, normalized, plain, markup, spans,
                         [protector.protect(s) for s in sentences])
 
     def _assemble(self, segment: _Segment, results: List[SentenceResult],
@@ -370,14 +465,16 @@ class Pipeline:
         return text, ({"markup": repairs} if repairs else {})
 
     def _estimate(self, flat: List[Protected], results: List[SentenceResult],
-                  reports: List[SentenceReport], task: Task,
-                  min_quality: Optional[float]) -> Optional[float]:
+                  reports: List[SentenceReport], tasks: List[Task],
+                  min_quality: Optional[float],
+                  cancellation: Optional[Cancellation]) -> Optional[float]:
         """Fills the reports' quality; returns the document's."""
         backs: List[Optional[str]] = [None] * len(results)
         if self.round_trip and results:
-            reverse = Task(task.tgt_lang, task.src_lang, task.tags)
-            backs = [r.text for r in self._translate_sentences(
-                [r.text for r in results], reverse)]
+            reverse = [Task(t.tgt_lang, t.src_lang, t.tags) for t in tasks]
+            backs = [r.text for r in self._calls(
+                [r.text for r in results], reverse, self.cache,
+                self.model_version, cancellation)]
         for protected, result, report, back in zip(flat, results, reports,
                                                    backs):
             report.features = features(result, protected.model_input, back)
@@ -386,26 +483,3 @@ class Pipeline:
                               and report.quality < min_quality)
         return document_score([r.quality for r in reports],
                               [len(r.source) for r in reports])
-
-    def _translate_sentences(self, sentences: List[str],
-                             task: Task) -> List[SentenceResult]:
-        """Cached translations, the rest from the callable (each unique
-        sentence once)."""
-        results = {}
-        if self.cache is not None:
-            for s in sentences:
-                hit = self.cache.get(s, task, self.model_version)
-                if hit is not None:
-                    results[s] = as_result(hit)
-        todo = list(dict.fromkeys(s for s in sentences if s not in results))
-        if todo:
-            out = [as_result(t) for t in self._translate(
-                todo, task.src_lang, task.tgt_lang, task.tags)]
-            if len(out) != len(todo):
-                raise ValueError(f"translate returned {len(out)} "
-                                 f"translations for {len(todo)} sentences")
-            for source, target in zip(todo, out):
-                results[source] = target
-                if self.cache is not None:
-                    self.cache.put(source, task, self.model_version, target)
-        return [results[s] for s in sentences]

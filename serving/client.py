@@ -34,10 +34,11 @@ import time
 from typing import List, Mapping, Optional, Sequence
 
 import grpc
-import numpy as np
 
 from serving import request_batching
 from serving import tensor_codec
+from serving.search_options import SEARCH_SIGNATURE
+from serving.search_options import check_search_options
 from serving.protos import get_model_metadata_pb2
 from serving.protos import get_model_status_pb2
 from serving.protos import model_service_pb2_grpc
@@ -47,10 +48,6 @@ from serving.protos import prediction_service_pb2_grpc
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE,
                              grpc.StatusCode.RESOURCE_EXHAUSTED})
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-# The scalar inputs of an export's `translate_with_options` signature.
-SEARCH_SIGNATURE = "translate_with_options"
-SEARCH_OPTION_TYPES = {"beam_size": np.int32, "length_penalty": np.float32,
-                       "coverage_penalty": np.float32}
 
 
 class TranslationError(RuntimeError):
@@ -151,7 +148,8 @@ class TranslationClient:
         request_batching.length_in(batch_unit)  # validates the unit
         self.input_key = input_key
         self.task_inputs = self._check_task_inputs(task_inputs)
-        self.search_options = _check_search_options(search_options)
+        self.search_options = (check_search_options(search_options)
+                               if search_options else {})
         self.target = target
         self.model_name = model_name
         self.signature = signature or (SEARCH_SIGNATURE if self.search_options
@@ -431,23 +429,6 @@ class TranslationClient:
             time.sleep(poll_s)
         raise TimeoutError(f"model {self.model_name!r} at {self.target} not "
                            f"available after {timeout} s (last error: {last})")
-
-
-def _check_search_options(options) -> dict:
-    """`{key: numpy scalar}` of `SEARCH_OPTION_TYPES` (all three keys, or
-    none) from `options`; raises ValueError naming the problem."""
-    if not options:
-        return {}
-    missing = sorted(set(SEARCH_OPTION_TYPES) - set(options))
-    unknown = sorted(set(options) - set(SEARCH_OPTION_TYPES))
-    if missing or unknown:
-        raise ValueError(f"search_options need exactly "
-                         f"{sorted(SEARCH_OPTION_TYPES)}; missing {missing}, "
-                         f"unknown {unknown}")
-    if int(options["beam_size"]) < 1:
-        raise ValueError(f"beam_size must be >= 1, got {options['beam_size']}")
-    return {key: np.asarray(options[key], dtype=dtype)
-            for key, dtype in SEARCH_OPTION_TYPES.items()}
 
 
 def translate_lines(target: str, model_name: str, lines: Sequence[str],

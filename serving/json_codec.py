@@ -20,7 +20,8 @@ are written with their shortest decimal form.
 
 The request is turned into `TensorProto`s typed by the signature, so that it is
 checked by the same `serving.validation` as a gRPC request; what cannot be
-read raises `InvalidRequest` (HTTP 400).
+read, including JSON nested deeper than `serving.json_limits.MAX_DEPTH`,
+raises `InvalidRequest` (HTTP 400).
 """
 
 import base64
@@ -31,6 +32,7 @@ from typing import Dict
 
 import numpy as np
 
+from serving import json_limits
 from serving import tensor_codec
 from serving.protos import tensor_pb2
 from serving.protos import types_pb2
@@ -65,7 +67,9 @@ def _json_type(value) -> str:
 def parse_predict_request(body: bytes) -> JsonPredictRequest:
     """Read a predict request body (checks its form, not its tensors)."""
     try:
-        doc = json.loads(body)
+        doc = json_limits.loads(body)
+    except json_limits.JsonTooDeep as e:
+        raise InvalidRequest(str(e)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise InvalidRequest(f"JSON parse error: {e}") from None
     if not isinstance(doc, dict):

@@ -2,7 +2,8 @@
 
 `RequestHandler` answers TF Serving's three requests over a `ModelManager`:
 `predict` (find the served version and signature, check the inputs with
-`serving.validation`, run them with `serving.request_runner`: server-side
+`serving.validation` and search options such as ``length_penalty`` with
+`serving.search_options`, run them with `serving.request_runner`: server-side
 batching, chunks, deadlines, cancellation), `metadata` and `status`. Both
 front ends call it and only translate: `serving.server` from and to the gRPC
 protos, `serving.rest_server` from and to TF Serving's JSON
@@ -27,6 +28,7 @@ from serving.protos import get_model_metadata_pb2
 from serving.protos import get_model_status_pb2
 from serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
 from serving.request_runner import run_request
+from serving.search_options import check_search_options
 from serving.validation import InvalidRequest
 from serving.validation import RequestLimits
 from serving.validation import decode_inputs
@@ -109,6 +111,10 @@ class RequestHandler:
                                      f"{sorted(signature_def.outputs)}")
             inputs = decode_inputs(read_inputs(signature_def), signature_def,
                                    self.limits)
+            try:
+                check_search_options(inputs, require_all=False)
+            except ValueError as e:
+                raise InvalidRequest(str(e)) from None
             outputs = run_request(signature, inputs, context,
                                   self.max_rows_per_run)
             return PredictResult(name, sv.version, key,

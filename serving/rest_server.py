@@ -34,6 +34,8 @@ import grpc
 import uvicorn
 
 from serving import json_codec
+from serving.http_body import BodyTooLarge
+from serving.http_body import read_body
 from serving.metrics import CONTENT_TYPE
 from serving.metrics import ServingMetrics
 from serving.model_errors import ServingError
@@ -106,20 +108,11 @@ async def _wait_for_disconnect(request: fastapi.Request, context):
 
 
 async def _read_body(request: fastapi.Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    try:
+        return await read_body(request, limit)
+    except BodyTooLarge as e:
         raise _BodyTooLarge(_CODE.RESOURCE_EXHAUSTED,
-                            f"request body of {int(declared):,} bytes; the "
-                            f"limit is {limit:,} (--max_message_bytes)")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _BodyTooLarge(_CODE.RESOURCE_EXHAUSTED,
-                                f"request body over {limit:,} bytes "
-                                "(--max_message_bytes)")
-        chunks.append(chunk)
-    return b"".join(chunks)
+                            f"{e} (--max_message_bytes)") from None
 
 
 def _json_response(content: bytes, status: int) -> fastapi.Response:

@@ -156,10 +156,14 @@ def served_search_options(args):
             "--beam-size, --alpha and --beta and returns one translation "
             "per sentence (export with these options instead, or translate "
             "with --model)")
-    return {"beam_size": 1 if options.decoder == "greedy"
-            else options.beam_size,
-            "length_penalty": options.length_penalty,
-            "coverage_penalty": options.coverage_penalty}
+    from serving.search_options import check_search_options
+
+    served = {"beam_size": 1 if options.decoder == "greedy"
+              else options.beam_size,
+              "length_penalty": options.length_penalty,
+              "coverage_penalty": options.coverage_penalty}
+    check_search_options(served)  # what the server checks, before a request
+    return served
 
 
 def register(subparsers):

@@ -79,6 +79,24 @@ def test_errors_are_one_line(tiny_model_dir, tmp_path, capsys, flags,
     assert message in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_a_huge_line_is_refused_before_any_work(tiny_model_dir, tmp_path,
+                                                capsys, monkeypatch):
+    """`translate --format text` on one 20,000-word line: refused by its
+    word count, nothing normalised (it used to take ~100 s first)."""
+    import pipeline.pipeline
+
+    normalised = []
+    monkeypatch.setattr(pipeline.pipeline, "normalize_reversibly",
+                        lambda *a: normalised.append(a))
+    code, _ = _translate(tmp_path, "--model", tiny_model_dir, "--format",
+                         "text", "--src-lang", "en", "--tgt-lang", "de",
+                         document="word " * 20_000)
+    assert code == 2 and normalised == []
+    err = capsys.readouterr().err.strip()
+    assert "segment 1: a sentence of 20,000 or more words; the model reads " \
+        "at most" in err and len(err.splitlines()) == 1, err
+
+
 def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
     from gateway.pipelines import Pipeline
 
@@ -159,6 +177,16 @@ def test_gateway_command_errors(capsys, flags, message):
     assert main(["gateway", "--port", "0", *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"gnmt-tf gateway: error: {message}"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_request_timeout_is_validated(capsys, value):
+    with pytest.raises(SystemExit) as info:
+        main(["gateway", "--model", "x", "--request-timeout", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("gnmt-tf gateway: error: argument --request-timeout: "
+                   f"must be a finite number > 0, got {value!r}")
 
 
 def test_the_parser_loads_no_pipeline_server_or_model_code():

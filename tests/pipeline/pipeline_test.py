@@ -112,3 +112,82 @@ def test_spaces_around_an_inline_element_are_kept(element):
         f"<p>A man types {element} on a computer.</p>", "en", "de",
         format="html")
     assert out == f"<p>Ein Mann tippt {element} auf einem Computer.</p>"
+
+
+def test_mixed_languages_are_translated_each_from_its_own():
+    model = FakeModel()
+    en = "A man rides his bicycle along the river on a sunny morning."
+    de = "Ein Mann fährt an einem sonnigen Morgen mit dem Fahrrad am Fluss."
+    fr = "Un homme fait du vélo le long de la rivière un matin ensoleillé."
+    result = Pipeline(model, LANGUAGES).translate_document_detailed(
+        f"{en}\n\n{de}\n\n{fr}", "auto", "de")
+    assert result.output == f"{en.upper()}\n\n{de}\n\n{fr.upper()}"
+    assert [c[1:3] for c in model.calls] == [("en", "de"), ("fr", "de")]
+    assert [s.language for s in result.sentences] == ["en", "fr"]
+    # A document all in the target language passes through.
+    model.calls.clear()
+    assert Pipeline(model, LANGUAGES).translate_document(
+        de, "auto", "de") == de
+    assert model.calls == []
+
+
+def test_unknown_script_is_left_alone_or_flagged():
+    from pipeline.pipeline import UnknownScriptWarning
+
+    model = FakeModel()
+    arabic = "رجل يركب دراجته على طول النهر."
+    pipeline = Pipeline(model, LANGUAGES)
+    result = pipeline.translate_document_detailed(
+        f"A man rides his bicycle along the river.\n\n{arabic}", "auto",
+        "de")
+    assert result.output.endswith(f"\n\n{arabic}")
+    assert result.warnings == [
+        "segment 2: written in a script none of the model's languages "
+        "(cs, de, en, fr) use; left untranslated"]
+    with pytest.warns(UnknownScriptWarning, match="translation is "
+                                                  "unreliable"):
+        assert pipeline.translate_document(arabic, "en", "de") == \
+            arabic.upper()
+
+
+def test_sentences_too_long_are_refused_before_any_work():
+    from pipeline.limits import SentenceTooLongError
+
+    model = FakeModel()
+    pipeline = Pipeline(model, LANGUAGES, max_sentence_length=5)
+    with pytest.raises(SentenceTooLongError, match="^segment 2: a sentence "
+                       "of 6 or more words; the model reads at most 5 "):
+        pipeline.translate_document("Kurz.\n\nein zwei drei vier fünf "
+                                    "sechs", "de", "en")
+    with pytest.raises(SentenceTooLongError, match="of 7 or more words"):
+        pipeline.translate_document("ein, zwei, drei, vier, fünf, sechs, "
+                                    "sieben.", "de", "en")
+    assert model.calls == []
+    assert pipeline.translate_document(
+        "Ein zwei drei. Vier fünf sechs. Sieben!", "de", "en") == \
+        "EIN ZWEI DREI. VIER FÜNF SECHS. SIEBEN!"
+
+
+def test_cancellation_stops_between_calls():
+    from pipeline.cancellation import Cancellation
+    from pipeline.cancellation import Cancelled
+
+    cancellation = Cancellation()
+    model = FakeModel()
+
+    def translate(sentences, *args):
+        if len(model.calls) == 1:
+            cancellation.cancel()  # the client goes away after two calls
+        return model(sentences, *args)
+
+    pipeline = Pipeline(translate, LANGUAGES, chunk_sentences=2)
+    with pytest.raises(Cancelled, match="the client went away"):
+        pipeline.translate_document(
+            " ".join(f"Der Hund {i} läuft." for i in range(10)), "de", "en",
+            cancellation=cancellation)
+    assert len(model.calls) == 2
+    with pytest.raises(ValueError, match="chunk_sentences must be an "
+                                         "integer >= 1, got 0"):
+        Pipeline(FakeModel(), LANGUAGES, chunk_sentences=0)
+    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+        Cancellation(0)

@@ -67,6 +67,35 @@ def test_in_graph_assertion_is_one_sentence(any_server):
         "bytes, got 60 (split it into sentences)")
 
 
+@pytest.mark.parametrize("options, message", [
+    ({"length_penalty": float("inf")},
+     "length_penalty must be a finite number, got inf"),
+    ({"length_penalty": float("nan")},
+     "length_penalty must be a finite number, got nan"),
+    ({"coverage_penalty": float("-inf")},
+     "coverage_penalty must be a finite number, got -inf"),
+    ({"beam_size": -1}, "beam_size must be an integer >= 1, got -1"),
+])
+def test_non_finite_search_options_are_invalid_argument(any_server, options,
+                                                        message):
+    import numpy as np
+
+    values = dict({"beam_size": 2, "length_penalty": 0.6,
+                   "coverage_penalty": 0.0}, **options)
+    request = _request(["a dog"], signature="translate_with_options")
+    request.inputs["beam_size"].CopyFrom(tensor_codec.make_tensor(
+        np.int32(values["beam_size"])))
+    for key in ("length_penalty", "coverage_penalty"):
+        request.inputs[key].CopyFrom(tensor_codec.make_tensor(
+            np.float32(values[key])))
+    channel, stub = _stub(any_server)
+    with channel:
+        with pytest.raises(grpc.RpcError) as info:
+            stub.Predict(request, timeout=10)
+    assert info.value.code() == INVALID
+    assert info.value.details() == message
+
+
 def test_a_bad_request_fails_alone_in_a_shared_batch(start_server, make_base):
     # A batch waits up to 5 s for 4 rows: the four requests below share one.
     params = BatchingParameters(max_batch_size=4,

@@ -2,7 +2,10 @@
 
 The toy model "toy" maps `text` to `translations` = upper-cased text (version
 2: prefixed with "v2 ") and `scores` = its length in bytes. Version 1 also has
-a `with_options` signature with a scalar `repeat` input, a `checked` signature
+a `with_options` signature with a scalar `repeat` input, a
+`translate_with_options` one with the GNMT export's scalar search options
+(`beam_size`, `length_penalty`, `coverage_penalty`; scores = length x
+length_penalty), a `checked` signature
 that behaves like the GNMT export on bad input (an in-graph
 `tf.debugging.Assert` on the length, at most 50 bytes, and a failure on an
 empty batch), and TF Serving warm-up requests. Servers bind 127.0.0.1 on a
@@ -46,6 +49,17 @@ def _save_toy_model(path, prefix="", options=False):
             tiled = tf.tile(tf.strings.upper(text)[:, None], [1, repeat])
             return {"translations": tf.strings.reduce_join(tiled, axis=1)}
 
+        @tf.function(input_signature=[
+            tf.TensorSpec([None], tf.string, name="text"),
+            tf.TensorSpec([], tf.int32, name="beam_size"),
+            tf.TensorSpec([], tf.float32, name="length_penalty"),
+            tf.TensorSpec([], tf.float32, name="coverage_penalty")])
+        def translate_with_options(self, text, beam_size, length_penalty,
+                                   coverage_penalty):
+            length = tf.cast(tf.strings.length(text), tf.float32)
+            return {"translations": tf.strings.upper(text),
+                    "scores": length * length_penalty}
+
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string,
                                                     name="text")])
         def checked(self, text):
@@ -66,6 +80,7 @@ def _save_toy_model(path, prefix="", options=False):
     signatures = {"serving_default": module.serve}
     if options:
         signatures["with_options"] = module.with_options
+        signatures["translate_with_options"] = module.translate_with_options
         signatures["checked"] = module.checked
     tf.saved_model.save(module, path, signatures=signatures)
     if options:

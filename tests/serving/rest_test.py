@@ -102,6 +102,29 @@ def test_scalar_option_in_columnar_format(any_server, http):
                                 "instances": ["y" * 60]}, 400,
      "input too long: the limit is 50 bytes, got 60"),
     ("toy:classify", {"examples": []}, 501, "only :predict"),
+    # Search options as `gnmt-tf translate --alpha / --beta / --beam-size`
+    # take them (an export's graph answers NaN with an internal error).
+    ("toy/versions/1:predict", {
+        "signature_name": "translate_with_options",
+        "inputs": {"text": ["a"], "beam_size": 2,
+                   "length_penalty": float("inf"), "coverage_penalty": 0.0}},
+     400, "length_penalty must be a finite number, got inf"),
+    ("toy/versions/1:predict", {
+        "signature_name": "translate_with_options",
+        "inputs": {"text": ["a"], "beam_size": 2, "length_penalty": 0.6,
+                   "coverage_penalty": float("nan")}},
+     400, "coverage_penalty must be a finite number, got nan"),
+    ("toy/versions/1:predict", {
+        "signature_name": "translate_with_options",
+        "inputs": {"text": ["a"], "beam_size": 0, "length_penalty": 0.6,
+                   "coverage_penalty": 0.0}},
+     400, "beam_size must be an integer >= 1, got 0"),
+    # Nested past the parser's recursion, and just short of it (which the
+    # tensor readers' recursion then hit): both used to be HTTP 500.
+    ("toy:predict", b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000
+     + b"}", 400, "JSON nested deeper than 64 levels"),
+    ("toy:predict", b'{"instances": ' + b"[" * 900 + b'"a"' + b"]" * 900
+     + b"}", 400, "JSON nested deeper than 64 levels"),
 ])
 def test_errors_have_tf_serving_http_status(any_server, http, path, body,
                                             status, message):
@@ -114,6 +137,16 @@ def test_errors_have_tf_serving_http_status(any_server, http, path, body,
                        "predict", {"instances": ["hello"]})
     assert (ok, content) == (200, {"predictions": [
         {"translations": "HELLO", "scores": 5.0}]})
+
+
+def test_finite_search_options_are_served(any_server, http):
+    status, content = http(
+        f"{any_server.rest_url}/v1/models/toy/versions/1:predict",
+        {"signature_name": "translate_with_options",
+         "inputs": {"text": ["ab"], "beam_size": 2, "length_penalty": 0.5,
+                    "coverage_penalty": -1.0}})
+    assert (status, content) == (200, {"outputs": {
+        "translations": ["AB"], "scores": [1.0]}})
 
 
 def test_unknown_paths_are_json_errors(plain_server, http):
