@@ -127,16 +127,24 @@ def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
         capsys.readouterr().err
 
 
-def test_plain_translate_is_unchanged(tiny_model_dir, tmp_path,
-                                      model_backend):
-    """Without pipeline flags a line is a sentence (no splitting)."""
+def test_plain_translate_is_line_by_line(tiny_model_dir, tmp_path,
+                                         model_backend):
+    """Without pipeline flags the input is lines, not a document: a line of
+    two sentences is one output line, its sentences translated one by one
+    (`--no-split-sentences`: the line as one sentence)."""
+    line = "A big dog runs. A small cat eats."
     code, out = _translate(tmp_path, "--model", tiny_model_dir,
                            "--beam-size", 3, "--beta", 0.2,
-                           document="A big dog runs. A small cat eats.\n")
+                           document=line + "\n")
     assert code == 0
-    whole = model_backend(["A big dog runs. A small cat eats."], "en",
-                          "de")[0].text
-    assert out.decode() == whole + "\n"
+    sentences = model_backend(["A big dog runs.", "A small cat eats."], "en",
+                              "de")
+    assert out.decode() == " ".join(r.text for r in sentences) + "\n"
+    code, out = _translate(tmp_path, "--model", tiny_model_dir,
+                           "--beam-size", 3, "--beta", 0.2,
+                           "--no-split-sentences", document=line + "\n")
+    assert code == 0
+    assert out.decode() == model_backend([line], "en", "de")[0].text + "\n"
 
 
 def test_gateway_command_over_a_server(grpc_server, tmp_path):

@@ -133,3 +133,23 @@ def test_output_beside_a_stdin_file_is_written(tmp_path, monkeypatch,
                             target], capsys)
     assert code == 0, err
     assert target.read_text() == "Ein Hund rennt.\n"
+
+
+def _memory_error():
+    raise MemoryError()
+
+
+def _resource_exhausted():
+    import tensorflow as tf
+
+    raise tf.errors.ResourceExhaustedError(
+        None, None, "OOM when allocating tensor with shape[100000,8000]")
+
+
+@pytest.mark.parametrize("exhaust", [_memory_error, _resource_exhausted])
+def test_running_out_of_memory_is_one_line(exhaust, monkeypatch, capsys):
+    from gnmt_tf.cli import translate
+
+    monkeypatch.setattr(translate, "run", lambda args: exhaust())
+    code, _, err = run(["translate", "--model", SHIPPED], capsys)
+    assert_one_line_error(code, err, "out of memory: lower --batch-size")
