@@ -89,9 +89,14 @@ TITLES = {
     "search_errors": ("Search errors of beam search",
                       "How often beam search misses the model's best output "
                       "(exact depth-first search)."),
+    "gateway_faults": ("The gateway under abuse",
+                       "Well-behaved clients of the HTTP gateway, without and "
+                       "with abusive clients (huge chunked bodies, huge "
+                       "lines, deeply nested JSON, clients that disconnect): "
+                       "failed requests, latency, memory."),
     "sentence_split": ("Sentence splitters",
-                       "Exact-split rate on paragraphs of Multi30k "
-                       "test_2016_flickr sentences."),
+                       "Exact-split rate on paragraphs of Multi30k sentences "
+                       "(val, test_2016_flickr, test_2017_flickr, train)."),
     "serving_faults": ("Serving under faults",
                        "The local server under a soak with faults."),
     "serving_load": ("Serving under load",
