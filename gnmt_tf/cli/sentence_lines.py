@@ -141,8 +141,8 @@ def from_args(args, model=None, task=None):
 
     Args:
       args: the parsed flags.
-      model: what describes the model (its `fixed_task` gives a GNMT
-        model's languages), or None.
+      model: a `Seq2SeqModel` or a host translator (its `fixed_task`
+        gives a GNMT model's languages), or None.
       task: dict. The task arguments (`src_lang`, `tgt_lang`), or None.
     """
     if not getattr(args, "split_sentences", True) or any(
@@ -151,8 +151,8 @@ def from_args(args, model=None, task=None):
         return None
     if (getattr(args, "n_best", None) or 1) > 1:
         return None
-    languages = {**(getattr(model, "fixed_task", None) or {}),
-                 **(task or {})}
+    fixed = {} if model is None else model.fixed_task
+    languages = {**(fixed or {}), **(task or {})}
     return SentenceLines(languages.get("src_lang"),
                          languages.get("tgt_lang"))
 
