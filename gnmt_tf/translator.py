@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from gnmt_tf import seq2seq_model
-from gnmt_tf.checks import MAX_BEAM_SIZE, check_number
+from gnmt_tf.checks import check_number
 from gnmt_tf.decoding import beam_search, greedy_search, xla_step
 from gnmt_tf.decoding.beam_search import EARLY_STOPPING_MODES
 
@@ -39,8 +39,9 @@ class SearchOptions:
     """How to search.
 
     Attributes:
-      beam_size: int. 1 means greedy search; at most
-        `gnmt_tf.checks.MAX_BEAM_SIZE`.
+      beam_size: int. 1 means greedy search. The command line bounds it
+        by `gnmt_tf.checks.MAX_BEAM_SIZE`; the library does not (an exact
+        search over a toy vocabulary takes a beam of thousands).
       length_penalty: float. GNMT's alpha (0 = none).
       coverage_penalty: float. GNMT's beta (0 = none).
       beam_width: float or None. GNMT's score-space pruning width.
@@ -70,8 +71,7 @@ class SearchOptions:
     max_seconds: typing.Optional[float] = None
 
     def __post_init__(self):
-        check_number("beam_size", self.beam_size, integer=True, minimum=1,
-                     maximum=MAX_BEAM_SIZE)
+        check_number("beam_size", self.beam_size, integer=True, minimum=1)
         check_number("num_hypotheses", self.num_hypotheses, integer=True,
                      minimum=1, maximum=self.beam_size)
         # Penalties may be graph tensors (the SavedModel's
