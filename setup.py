@@ -71,7 +71,10 @@ EXTRAS_REQUIRE = {
     # web server (fastapi, uvicorn) is in the base install already, for
     # `serve --rest_api_port`.
     "gateway": ["lingua-language-detector>=2.1,<3", "lxml>=5.2,<7",
-                "sacremoses>=0.1.1,<0.3", "cachetools>=5.3,<9"],
+                "sacremoses>=0.1.1,<0.3", "cachetools>=5.3,<9",
+                # Unicode properties in the pipeline's length check
+                # (sacremoses needs it too).
+                "regex>=2023.1"],
     # `gnmt-tf translate-beam` (Apache Beam's RunInference). apache-beam
     # 2.77 requires protobuf < 7 (and pillow < 13): it resolves with
     # TensorFlow 2.21 (protobuf >= 6.31.1) but not with the protobuf 7 that

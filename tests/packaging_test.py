@@ -169,7 +169,7 @@ def test_extras_match_use():
     assert names["plot"] == {"matplotlib"}
     assert "ctranslate2" in names["bench"]
     assert names["gateway"] == {"lingua-language-detector", "lxml",
-                                "sacremoses", "cachetools"}
+                                "sacremoses", "cachetools", "regex"}
     assert names["beam"] == {"apache-beam"}
     for extra in ("tflite", "onnx", "plot", "bench", "gateway"):
         assert names[extra] <= names["dev"], extra
