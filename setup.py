@@ -1,4 +1,4 @@
-"""gnmt-tf: one distribution with seven packages and the `gnmt-tf` command.
+"""gnmt-tf: one distribution, one import root (`gnmt_tf`), and the `gnmt-tf` command.
 
 `INSTALL_REQUIRES` holds the ranges that a user's installation may resolve
 within; `requirements.txt` pins the exact versions CI tests (each inside its
@@ -27,10 +27,10 @@ INSTALL_REQUIRES = [
     "sacrebleu>=2.6.0,<3",
     "nltk>=3.9,<4",  # GLEU (gnmt_tf.evaluation.gleu), GNMT's RL reward
     "sentencepiece>=0.2.1,<0.3",
-    # Sentence splitting (pipeline.sentence_split): `translate --server`
+    # Sentence splitting (gnmt_tf.pipeline.sentence_split): `translate --server`
     # and the server's request batching split documents into sentences.
     "sentencex>=1.0.32,<2",
-    "scipy>=1.11,<2",  # alignment.placeholder_translation (Hungarian matching)
+    "scipy>=1.11,<2",  # gnmt_tf.alignment.placeholder_translation (Hungarian matching)
     "numpy>=1.26,<3",
     "grpcio>=1.60,<2",
     # The local server (`gnmt-tf serve`): TF Serving's REST API, Prometheus
@@ -61,7 +61,7 @@ EXTRAS_REQUIRE = {
     # `gnmt-tf plot` and `translate --plot-attention`.
     "plot": ["matplotlib>=3.8,<4"],
     # benchmarks/: CTranslate2 is the task-space decoding-speed reference
-    # (task_space.ctranslate2_converter); matplotlib draws the figures.
+    # (gnmt_tf.models.task_space.ctranslate2_converter); matplotlib draws the figures.
     # pysbd: the other splitter of benchmarks/sentence_split.py.
     "bench": ["ctranslate2>=4.8.5,<5", "matplotlib>=3.8,<4",
               "pysbd>=0.3.4,<0.4"],
@@ -106,10 +106,8 @@ setup(
     if (HERE / "README.md").exists() else "",
     long_description_content_type="text/markdown",
     python_requires=PYTHON_REQUIRES,
-    packages=find_packages(
-        include=["gnmt_tf*", "task_space*", "alignment*", "export*", "serving*",
-                 "pipeline*", "gateway*"]),
-    package_data={"export": ["allowed_ops.txt"],
+    packages=find_packages(include=["gnmt_tf*"]),
+    package_data={"gnmt_tf.export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*",
                               "pretrained/*/tflite_int8/*"]},
     install_requires=INSTALL_REQUIRES,
@@ -123,11 +121,11 @@ setup(
         "console_scripts": ["gnmt-tf = gnmt_tf.cli.main:main"],
         # Model types by config.json's "model_type" (gnmt_tf.model_types).
         "gnmt_tf.model_types": [
-            "gnmt = gnmt_tf.registry:GNMT",
-            "gnmt_qat = export.registry:GNMT_QAT",
-            "task_space_transformer = task_space.registry:TASK_SPACE_TRANSFORMER",
+            "gnmt = gnmt_tf.models.gnmt.registry:GNMT",
+            "gnmt_qat = gnmt_tf.models.gnmt.registry:GNMT_QAT",
+            "task_space_transformer = gnmt_tf.models.task_space.registry:TASK_SPACE_TRANSFORMER",
             "task_space_transformer_qat = "
-            "export.registry:TASK_SPACE_TRANSFORMER_QAT",
+            "gnmt_tf.models.task_space.registry:TASK_SPACE_TRANSFORMER_QAT",
         ],
     },
 )

@@ -56,8 +56,8 @@ import gnmt_tf  # noqa: E402,F401
 
 import numpy as np  # noqa: E402
 
-from alignment.head_training import corpus_links  # noqa: E402
-from alignment.placeholders import (PLACEHOLDER_TOKENS,  # noqa: E402
+from gnmt_tf.alignment.head_training import corpus_links  # noqa: E402
+from gnmt_tf.alignment.placeholders import (PLACEHOLDER_TOKENS,  # noqa: E402
                                     PLACEHOLDER_TYPES, Masker,
                                     augment_with_alignment, placeholder)
 
@@ -148,7 +148,7 @@ def restoration_test_set(pairs, links, rng):
 
 
 def encode_links(subwords, source_text, target_text, word_links):
-    from alignment.aligned_model import link_pairs, subword_links
+    from gnmt_tf.alignment.aligned_model import link_pairs, subword_links
     return link_pairs(subword_links(subwords.pieces(source_text),
                                     subwords.pieces(target_text), word_links))
 
@@ -214,12 +214,12 @@ def main(argv=None):
 
     import tf_keras as keras
 
-    from alignment.aligned_model import (AlignedTranslationModel,
+    from gnmt_tf.alignment.aligned_model import (AlignedTranslationModel,
                                          alignment_error_rate,
                                          make_aligned_dataset,
                                          predicted_links, subword_links)
-    from alignment.conv_alignment_head import ConvAlignmentHead
-    from alignment.placeholder_translation import (HashPlaceholderMasker,
+    from gnmt_tf.alignment.conv_alignment_head import ConvAlignmentHead
+    from gnmt_tf.alignment.placeholder_translation import (HashPlaceholderMasker,
                                                    PlaceholderTranslator,
                                                    map_placeholders,
                                                    placeholder_positions,
@@ -228,8 +228,8 @@ def main(argv=None):
     from gnmt_tf.text.subword import Subwords, train_sentencepiece
     from gnmt_tf.training import trainer
     from gnmt_tf.translator import SearchOptions, Translator
-    from task_space.config import TransformerConfig
-    from task_space.task_space_translation_model import (
+    from gnmt_tf.models.task_space.config import TransformerConfig
+    from gnmt_tf.models.task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
 
     # --- Data and fast_align links -------------------------------------------
@@ -412,7 +412,7 @@ def main(argv=None):
     wmt = {}
     wmt_detail = {}
     if args.wmt22_dir:
-        from task_space.data import read_wmt22_tsv
+        from gnmt_tf.models.task_space.data import read_wmt22_tsv
         for src, tgt in (("de", "fr"), ("fr", "de")):
             rows = read_wmt22_tsv(pathlib.Path(args.wmt22_dir)
                                   / f"generaltest2022.{src}-{tgt}.tsv")

@@ -45,7 +45,7 @@ def measure(model, subwords, sources, references, examples):
     import numpy as np
     import scipy.stats
 
-    from gnmt_tf.data.pipeline import ragged_sequences
+    from gnmt_tf.data.datasets import ragged_sequences
     from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
     source = [list(ids) + [EOS_ID] for ids in subwords.encode(sources)]

@@ -1,7 +1,7 @@
 """Benchmark: how much of a training batch is padding, per bucket width.
 
 Builds the training batches of Multi30k en->de exactly as `gnmt-tf train`
-does (`gnmt_tf.data.pipeline.make_dataset`, `--max-tokens` padded tokens per
+does (`gnmt_tf.data.datasets.make_dataset`, `--max-tokens` padded tokens per
 batch, pairs longer than `--max-length` dropped) for each
 `TrainConfig.bucket_width` in `--widths` (0: geometric buckets 25 % wide;
 1: pairs of one longer side, as OpenNMT-tf's `length_bucket_width: 1`),
@@ -78,7 +78,7 @@ def main(argv=None):
     args = parse_args(argv)
     from gnmt_tf import pretrained
     from gnmt_tf.data.corpus import read_parallel
-    from gnmt_tf.data.pipeline import make_dataset
+    from gnmt_tf.data.datasets import make_dataset
     from gnmt_tf.text.subword import Subwords
 
     vocab = args.vocab or str(pretrained.PRETRAINED_DIR

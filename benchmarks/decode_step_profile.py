@@ -72,7 +72,7 @@ def main(argv=None):
 
     from gnmt_tf.decoding import beam_search, tile_beams
     from gnmt_tf.decoding.beam_search import reorder_beams
-    from task_space.task_space_translation_model import (
+    from gnmt_tf.models.task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
 
     if args.threads:

@@ -251,13 +251,13 @@ recompute = recompute == "1"
 keras.utils.set_random_seed(0)
 if preset.startswith("gnmt"):
     import dataclasses
-    from gnmt_tf.models.gnmt import GNMT
-    from gnmt_tf.presets import get_preset
+    from gnmt_tf.models.gnmt.model import GNMT
+    from gnmt_tf.models.gnmt.presets import get_preset
     config = dataclasses.replace(get_preset(preset)[0], recompute=recompute)
     model = GNMT(config)
     task = {}
 else:
-    from task_space.task_space_transformer import TaskSpaceTransformer
+    from gnmt_tf.models.task_space.task_space_transformer import TaskSpaceTransformer
     model = TaskSpaceTransformer.from_preset(preset, recompute=recompute)
     config = model.config
     task = {"src_lang": tf.zeros([batch], tf.int32),

@@ -14,8 +14,8 @@ dynamic-range, float16 and float32 TFLite):
   the artifacts take turns; every pass is kept);
 - throughput at batch 32 (sentences/s over the whole test set). The
   SavedModel searches 32 sentences per call; the TFLite models' `encode`
-  takes one sentence (see `export.tflite.StepModule`), and the host-side
-  search then runs the 32 together (`gnmt_tf.host_search.beam_search_batch`:
+  takes one sentence (see `gnmt_tf.export.tflite.StepModule`), and the host-side
+  search then runs the 32 together (`gnmt_tf.decoding.host_beam_search.beam_search_batch`:
   one `decode_step` call per output position for all their hypotheses);
   ``tflite_float32_over_savedmodel_batch32`` and
   ``tflite_int8_over_float32_batch1`` are the ratios the export aims at
@@ -156,8 +156,8 @@ def main(argv=None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (SentencePiece ops of the SavedModel)
 
-    from export.savedmodel import export_savedmodel
-    from export.tflite import export_tflite
+    from gnmt_tf.export.savedmodel import export_savedmodel
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation.sacrebleu_scores import score_corpus
@@ -179,7 +179,7 @@ def main(argv=None):
     # Exports.
     qat_dir = args.qat_model
     if not qat_dir:
-        from export.qat import qat_finetune
+        from gnmt_tf.export.qat import qat_finetune
 
         qat_dir = work / "qat_model"
         log(f"QAT fine-tuning into {qat_dir}")

@@ -37,8 +37,8 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from alignment import pharaoh, symmetrize  # noqa: E402
-from alignment.fast_align import FastAlign  # noqa: E402
+from gnmt_tf.alignment import pharaoh, symmetrize  # noqa: E402
+from gnmt_tf.alignment.fast_align import FastAlign  # noqa: E402
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 

@@ -10,7 +10,7 @@ sentences, in interleaved repetitions, with:
 - ``translator_batch32``: the in-process `Translator` (the SavedModel's
   graph: encoder + `tf.while_loop` beam search), 32 sentences per call;
 - ``tflite_batch32``: `HostTranslator` over LiteRT, 32 sentences searched
-  together (`gnmt_tf.host_search.beam_search_batch`);
+  together (`gnmt_tf.decoding.host_beam_search.beam_search_batch`);
 - ``tflite_batch1``: the same, one sentence at a time (what the host
   search did before it was batched);
 - ``tflite_auto``: the default, `HostTranslator.auto_batch_size`
@@ -85,7 +85,7 @@ def main(argv=None):
     args = parse_args(argv)
     import gnmt_tf  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.data import corpus
     from gnmt_tf.host_translator import HostTranslator
     from gnmt_tf.translator import SearchOptions, Translator

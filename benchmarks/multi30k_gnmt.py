@@ -57,9 +57,9 @@ def main(argv=None):
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.model_dir import load_model
-    from gnmt_tf.presets import get_preset
+    from gnmt_tf.models.gnmt.presets import get_preset
     from gnmt_tf.training.callbacks import read_progress
-    from gnmt_tf.training.trainer import train_gnmt
+    from gnmt_tf.models.gnmt.training import train_gnmt
     from gnmt_tf.translator import SearchOptions, Translator
 
     data_dir = corpus.resolve_data_dir(args.data_dir)

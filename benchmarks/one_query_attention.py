@@ -41,7 +41,7 @@ class WithSetting:
         self.translator, self.on = translator, on
 
     def translate(self, sentences, options, batch_size, **task):
-        from task_space.cached_multi_head_attention import \
+        from gnmt_tf.models.task_space.cached_multi_head_attention import \
             one_query_products
 
         with one_query_products(self.on):
@@ -57,7 +57,7 @@ class WithSetting:
 def tflite_translators(model, work):
     """`{setting: WithSetting(TFLiteTranslator)}`: a float32 export of
     `model` per setting, written under `work`."""
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
     translators = {}

@@ -119,7 +119,7 @@ class ModelBackend:
     def forced(self, sources, texts, task):
         import tensorflow as tf
 
-        from pipeline.results import SentenceResult
+        from gnmt_tf.pipeline.results import SentenceResult
 
         translator = self.translator
         subwords, model = translator.subwords, translator.model
@@ -178,7 +178,7 @@ class Recording:
 # --- Sections ----------------------------------------------------------------
 
 def language_id(args):
-    from pipeline.language_id import LanguageDetector
+    from gnmt_tf.pipeline.language_id import LanguageDetector
 
     detector = LanguageDetector.for_languages(LANGUAGES)
     mixed = [(s, lang) for lang in LANGUAGES
@@ -302,10 +302,10 @@ def _block_texts(root):
 
 
 def _marked_words(block):
-    """The words of a block element (`alignment.head_training.words`), each
+    """The words of a block element (`gnmt_tf.alignment.head_training.words`), each
     with the inline elements around it: `[(word, frozenset(keys))]`, a key
     being `(tag, attributes, n-th such element in the block)`."""
-    from alignment.head_training import words
+    from gnmt_tf.alignment.head_training import words
 
     found, seen = [], collections.Counter()
 
@@ -343,7 +343,7 @@ def markup_placement(block_pairs, args):
     words (elements with no linked word are not judged). Returns the
     fraction of elements placed exactly on that span and the mean word F1.
     """
-    from alignment.head_training import corpus_links, words
+    from gnmt_tf.alignment.head_training import corpus_links, words
 
     marked = [(_marked_words(s), _marked_words(o)) for s, o in block_pairs]
     train = [(words(s), words(t)) for s, t in zip(
@@ -420,7 +420,7 @@ def html_documents(args, pipeline, attention_pipeline=None):
     html_bleu = sacrebleu.corpus_bleu(html_out, [html_refs]).score
     # The alternative this pipeline does not take: the model reads the
     # inline placeholders (`<g1>...</g1>`) and they are cut from its output.
-    from pipeline.documents import HtmlDocument
+    from gnmt_tf.pipeline.documents import HtmlDocument
 
     tagged, tagged_refs, tagged_plain_out = [], [], []
     for start in range(0, len(sources), 4):
@@ -459,8 +459,8 @@ def html_documents(args, pipeline, attention_pipeline=None):
 
 
 def wmt22(args, backend):
-    from pipeline.pipeline import Pipeline
-    from pipeline.placeholder_mapping import (HashPlaceholderMasker,
+    from gnmt_tf.pipeline.pipeline import Pipeline
+    from gnmt_tf.pipeline.placeholder_mapping import (HashPlaceholderMasker,
                                               preserved_fraction)
 
     figures, details = {}, {}
@@ -551,7 +551,7 @@ def quality(args, backend):
     import sacrebleu
     from scipy.stats import spearmanr
 
-    from pipeline.quality import FEATURES, QualityModel, features
+    from gnmt_tf.pipeline.quality import FEATURES, QualityModel, features
 
     def rows(split, limit):
         sources = read(args.data_dir, split, "en", limit)
@@ -583,8 +583,8 @@ def quality(args, backend):
 
 
 def throughput(args, backend):
-    from pipeline.cache import TranslationCache
-    from pipeline.pipeline import Pipeline
+    from gnmt_tf.pipeline.cache import TranslationCache
+    from gnmt_tf.pipeline.pipeline import Pipeline
 
     sentences = read(args.data_dir, "test_2016_flickr", "de")
     start = 1000 - 5 * 2 * args.throughput_docs
@@ -687,7 +687,7 @@ def main(argv=None):
     parser.add_argument("--sections", default="all")
     parser.add_argument("--backend", choices=("gateway", "local"),
                         default="gateway",
-                        help="gateway.backends.ModelBackend, or this "
+                        help="gnmt_tf.gateway.backends.ModelBackend, or this "
                              "script's own teacher-forced pass")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args(argv)
@@ -700,8 +700,8 @@ def main(argv=None):
     backend = None
     if set(sections) - {"lid", "split", "batch"}:
         backend = _backend(args)
-    from pipeline.pipeline import Pipeline
-    from pipeline.cache import TranslationCache
+    from gnmt_tf.pipeline.pipeline import Pipeline
+    from gnmt_tf.pipeline.cache import TranslationCache
 
     shared = Pipeline(backend, LANGUAGES, cache=TranslationCache(50))
     attention = _attention_backend(backend)
@@ -742,7 +742,7 @@ def _backend(args):
     (`--backend local`: the same score and attention, computed here)."""
     if args.backend == "local":
         return ModelBackend(args.model_dir)
-    from gateway.backends import ModelBackend as GatewayBackend
+    from gnmt_tf.gateway.backends import ModelBackend as GatewayBackend
     from gnmt_tf.translator import SearchOptions
 
     return GatewayBackend.from_model_dir(args.model_dir,
@@ -755,7 +755,7 @@ def _attention_backend(backend):
     model = getattr(backend, "model", None)
     if not hasattr(model, "translation_model"):
         return None
-    from gateway.backends import ModelBackend as GatewayBackend
+    from gnmt_tf.gateway.backends import ModelBackend as GatewayBackend
     from gnmt_tf.translator import Translator
 
     translator = Translator(model.translation_model,
@@ -769,7 +769,7 @@ def _write(out, data, args, seconds, started, argv):
     keeps the others')."""
     data["model"] = {"model_dir": args.model_dir,
                      "checkpoint": args.checkpoint_note,
-                     "backend": ("gateway.backends.ModelBackend"
+                     "backend": ("gnmt_tf.gateway.backends.ModelBackend"
                                  if args.backend == "gateway" else
                                  "benchmarks/pipeline.py ModelBackend"),
                      "search": "greedy",

@@ -7,7 +7,7 @@ splitter gives back exactly its sentences. Two figures per splitter:
 whose every sentence ends in ".", "!" or "?" (no splitter can find the
 end of a caption without one: 5 % of test_2016_flickr's English captions,
 24 % of test_2017_flickr's).
-Compared: `pipeline.sentence_split` (sentencex plus our rules), sentencex
+Compared: `gnmt_tf.pipeline.sentence_split` (sentencex plus our rules), sentencex
 alone, and pysbd (which has no Czech rules: Czech runs with its Slovak
 ones, the closest it has).
 
@@ -17,7 +17,7 @@ under ``missing``. Each split is one section of
 `benchmarks/results/sentence_split.json` (`results_file.update_section`:
 rerunning some splits keeps the others; `--keep-previous-as` archives a
 section's last figures inside it). `--show-failures` prints the
-punctuated paragraphs that `pipeline.sentence_split` gets wrong.
+punctuated paragraphs that `gnmt_tf.pipeline.sentence_split` gets wrong.
 
     python benchmarks/sentence_split.py --data-dir ../shared/data/multi30k \\
         --splits val test_2016_flickr test_2017_flickr
@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import pysbd  # noqa: E402
 import sentencex  # noqa: E402
 
-from pipeline.sentence_split import split_sentences  # noqa: E402
+from gnmt_tf.pipeline.sentence_split import split_sentences  # noqa: E402
 
 LANGUAGES = ("en", "de", "fr", "cs")
 # Multi30k Task 1 splits; train is for looking at failures, the others are
@@ -129,7 +129,7 @@ def parse_args(argv=None):
                              "this key inside its section")
     parser.add_argument("--show-failures", action="store_true",
                         help="print the punctuated paragraphs that "
-                             "pipeline.sentence_split gets wrong")
+                             "gnmt_tf.pipeline.sentence_split gets wrong")
     parser.add_argument("--out", type=pathlib.Path, default=RESULT)
     args = parser.parse_args(argv)
     if not args.data_dir.is_dir():

@@ -58,12 +58,12 @@ sys.path.insert(0, str(HERE.parent))
 
 import serving_load  # noqa: E402
 
-from serving import tensor_codec  # noqa: E402
-from serving.client import TranslationClient  # noqa: E402
-from serving.client import TranslationError  # noqa: E402
-from serving.model_manager import list_versions  # noqa: E402
-from serving.protos import predict_pb2  # noqa: E402
-from serving.protos import prediction_service_pb2_grpc  # noqa: E402
+from gnmt_tf.serving import tensor_codec  # noqa: E402
+from gnmt_tf.serving.client import TranslationClient  # noqa: E402
+from gnmt_tf.serving.client import TranslationError  # noqa: E402
+from gnmt_tf.serving.model_manager import list_versions  # noqa: E402
+from gnmt_tf.serving.protos import predict_pb2  # noqa: E402
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc  # noqa: E402
 
 OK, INVALID = "OK", "INVALID_ARGUMENT"
 # kind -> (weight in the mix, {request name: expected status names})

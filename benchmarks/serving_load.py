@@ -7,7 +7,7 @@ free 127.0.0.1 port; N client threads (default 1, 8, 32, 64) each send
 `--seconds`; throughput (sentences/s), p50/p99 latency, errors and the server's
 RSS before/after are recorded. Without `--batching_parameters_file` batching
 uses `max_batch_size` 32, 2 ms, and the server's default padding to batch
-sizes 1, 2, 4, 8, 16, 32 (see `serving.cli.DEFAULT_ALLOWED_SIZES`). The hot-reload check serves a temporary base
+sizes 1, 2, 4, 8, 16, 32 (see `gnmt_tf.serving.cli.DEFAULT_ALLOWED_SIZES`). The hot-reload check serves a temporary base
 folder whose version folders are symlinks to the newest real version, adds
 version N+1 while 8 clients run, keeps them running until N+1 is AVAILABLE
 and N unloaded (plus two seconds), and counts failed requests. After the
@@ -42,11 +42,11 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from serving.batching_config import BatchingParameters  # noqa: E402
-from serving.cli import DEFAULT_ALLOWED_SIZES  # noqa: E402
-from serving.client import TranslationClient  # noqa: E402
-from serving.client import TranslationError  # noqa: E402
-from serving.model_manager import list_versions  # noqa: E402
+from gnmt_tf.serving.batching_config import BatchingParameters  # noqa: E402
+from gnmt_tf.serving.cli import DEFAULT_ALLOWED_SIZES  # noqa: E402
+from gnmt_tf.serving.client import TranslationClient  # noqa: E402
+from gnmt_tf.serving.client import TranslationError  # noqa: E402
+from gnmt_tf.serving.model_manager import list_versions  # noqa: E402
 
 SENTENCES = [
     "A man in a blue shirt is standing on a ladder.",

@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE.parent))
 import serving_load  # noqa: E402
 
 from gnmt_tf.progress import progress  # noqa: E402
-from serving.batching_config import BatchingParameters  # noqa: E402
+from gnmt_tf.serving.batching_config import BatchingParameters  # noqa: E402
 
 
 def main(argv=None):

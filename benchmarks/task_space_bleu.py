@@ -112,7 +112,7 @@ BUDGET_OVERRIDES = ["max_tokens=2048", "warmup_steps=300",
 
 def train(args, name):
     from gnmt_tf.config import split_overrides
-    from task_space.training import (TaskSpaceOptions, get_preset,
+    from gnmt_tf.models.task_space.training import (TaskSpaceOptions, get_preset,
                                      train_task_space)
 
     directions, overrides, _ = RUNS[name]
@@ -136,7 +136,7 @@ def evaluate(args, name):
     cached in `<run>/bleu.json`."""
     from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.translator import SearchOptions, Translator
-    from task_space import data as data_lib
+    from gnmt_tf.models.task_space import data as data_lib
 
     run_dir = pathlib.Path(args.runs_dir) / name
     cache = run_dir / "bleu.json"
@@ -180,7 +180,7 @@ def evaluate(args, name):
 def direction_embeddings(run_dir):
     """`{side: (labels, [12, d] array)}` of `E_src[s] + E_tgt[t]`."""
     from gnmt_tf.model_dir import load_model
-    from task_space.data import all_directions
+    from gnmt_tf.models.task_space.data import all_directions
 
     model, _, _ = load_model(run_dir)
     config = model.config

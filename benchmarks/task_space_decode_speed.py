@@ -18,14 +18,14 @@ end token can be produced, no early stopping), three ways:
   teacher-forced decoder over the prefix generated so far (what a
   Transformer without incremental decoding does);
 - CTranslate2: the SAME weights converted with
-  `task_space.ctranslate2_converter` (the task vector folded into the
+  `gnmt_tf.models.task_space.ctranslate2_converter` (the task vector folded into the
   position tables; per-token log-probabilities agree with ours to 1e-6),
   beam 4, `min_decoding_length = max_decoding_length` to fix the length.
 
-- ours, TFLite float32: our TFLite export (`export.tflite.convert`, the
+- ours, TFLite float32: our TFLite export (`gnmt_tf.export.tflite.convert`, the
   default shapes: any source length, growing KV cache), its `encode` +
   `decode_step` driven by the batched host search
-  (`gnmt_tf.host_search.beam_search_batch`), what `gnmt-tf translate
+  (`gnmt_tf.decoding.host_beam_search.beam_search_batch`), what `gnmt-tf translate
   --tflite` runs;
 
 - ours, bfloat16 (`--bfloat16`): the in-graph search on the same weights
@@ -82,7 +82,7 @@ from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
 from cpu_flags import simd_flags  # noqa: E402
-from task_space.task_space_translation_model import (  # noqa: E402
+from gnmt_tf.models.task_space.task_space_translation_model import (  # noqa: E402
     TaskSpaceTranslationModel)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "task_space_decode_speed.json"
@@ -202,7 +202,7 @@ def bench_ours(model, batch, args, cache):
 def build_ctranslate2(model, directory, threads, compute_type="default"):
     try:
         import ctranslate2
-        from task_space.ctranslate2_converter import (
+        from gnmt_tf.models.task_space.ctranslate2_converter import (
             TaskSpaceCTranslate2Converter)
     except ImportError as e:
         print(f"CTranslate2 unavailable: {e}", file=sys.stderr)
@@ -236,9 +236,9 @@ def bench_ctranslate2(engine, model, batch, args):
 
 
 def build_tflite(model, directory, quantization):
-    """The path of our TFLite export of `model` (`export.tflite.convert`,
+    """The path of our TFLite export of `model` (`gnmt_tf.export.tflite.convert`,
     default shapes)."""
-    from export.tflite import convert
+    from gnmt_tf.export.tflite import convert
 
     path = pathlib.Path(directory) / f"model_{quantization}.tflite"
     path.write_bytes(convert(model, quantization))
@@ -247,7 +247,7 @@ def build_tflite(model, directory, quantization):
 
 def bench_tflite(path, model, batch, args, threads):
     """Target tokens/s of the host search over a TFLite export."""
-    from gnmt_tf.host_search import beam_search_batch
+    from gnmt_tf.decoding.host_beam_search import beam_search_batch
     from gnmt_tf.host_translator import encode_sources
     from gnmt_tf.tflite_runtime import TFLiteRuntime
 

@@ -5,7 +5,7 @@ The default TFLite export's cache grows by one position a step, so every
 step changes the interpreter's input shapes and it reallocates its tensors
 (`AllocateTensors`, about 0.12 ms of a 0.8 ms int8 step at batch 1).
 `gnmt-tf export tflite --cache-block N` grows it N positions at a time
-(`export.tflite.StepModule`), so the shapes change every N steps, and each
+(`gnmt_tf.export.tflite.StepModule`), so the shapes change every N steps, and each
 step attends to up to N - 1 unused (masked) positions. This exports both
 layouts in float32 (from `--model`) and int8 (from `--qat-model`), and
 measures each file, as `benchmarks/export_bench.py` does:
@@ -76,7 +76,7 @@ def parse_args(argv=None):
 
 def export_files(args, work):
     """`{(format, layout): path}` of the four files."""
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
 
     paths = {}
     for fmt in FORMATS:

@@ -21,7 +21,7 @@ inside the interpreter would save.
 
 Each file's outputs are compared with the first file's
 (``identical_to_first``). `--baseline-search REV` also runs every file
-with `gnmt_tf/host_search.py` as it is at git revision `REV` (the two
+with `gnmt_tf/decoding/host_beam_search.py` as it is at git revision `REV` (the two
 searches taking turns with the same interpreters' files), to measure a
 change to the search side by side; the outputs of the two are compared.
 
@@ -83,17 +83,17 @@ class _TimedWrapper:
 
 
 def search_at(revision):
-    """`gnmt_tf/host_search.py` as it is at git `revision`, as a module."""
+    """`gnmt_tf/decoding/host_beam_search.py` as it is at git `revision`, as a module."""
     try:
         source = subprocess.run(
-            ["git", "show", f"{revision}:gnmt_tf/host_search.py"],
+            ["git", "show", f"{revision}:gnmt_tf/decoding/host_beam_search.py"],
             cwd=REPO_ROOT, capture_output=True, text=True,
             check=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
-        sys.exit(f"--baseline-search: no gnmt_tf/host_search.py at "
+        sys.exit(f"--baseline-search: no gnmt_tf/decoding/host_beam_search.py at "
                  f"{revision!r} ({getattr(e, 'stderr', '') or e})".strip())
     module = types.ModuleType(f"host_search_{revision}")
-    exec(compile(source, f"{revision}:gnmt_tf/host_search.py", "exec"),
+    exec(compile(source, f"{revision}:gnmt_tf/decoding/host_beam_search.py", "exec"),
          module.__dict__)
     return module
 
@@ -215,7 +215,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as work:
         if not paths:
-            from export.tflite import export_tflite
+            from gnmt_tf.export.tflite import export_tflite
 
             paths = [str(export_tflite(args.model, work, "float32")["model"])]
         timers = {label(path, count, threads): PartTimer(path, None, count)

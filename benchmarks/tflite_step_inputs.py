@@ -70,7 +70,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as work:
         path = args.tflite
         if path is None:
-            from export.tflite import export_tflite
+            from gnmt_tf.export.tflite import export_tflite
 
             path = export_tflite(args.model, work, "float32")["model"]
         translators = {name: HostSetting(path, setting)

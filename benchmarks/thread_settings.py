@@ -59,7 +59,7 @@ def child(argv):
     if int(inter):
         tf.config.threading.set_inter_op_parallelism_threads(int(inter))
     import task_space_decode_speed as bench
-    from task_space.task_space_translation_model import (
+    from gnmt_tf.models.task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
 
     tf.random.set_seed(0)

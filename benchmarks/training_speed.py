@@ -20,7 +20,7 @@ same data (Multi30k en->de train), batches of `--max-tokens` target tokens
    (``ours_bfloat16_over_opennmt``, ``bfloat16_over_float32``): faster only
    on CPUs with bfloat16 matmuls (``settings.simd_flags``).
 2. ``gnmt``: our `gnmt_small` (`gnmt-tf train`), whose LSTMs are written
-   by hand (`gnmt_tf.layers.lstm`), against the same model with each LSTM's
+   by hand (`gnmt_tf.models.gnmt.lstm`), against the same model with each LSTM's
    sequence pass done by `keras.layers.LSTM` on the same weights
    (``ours_over_keras_lstm``).
 
@@ -162,14 +162,14 @@ def _run(argv, env=None, log_path=None):
 
 
 def use_keras_lstm():
-    """Makes every `gnmt_tf.layers.lstm.LSTM` run its sequence pass with
+    """Makes every `gnmt_tf.models.gnmt.lstm.LSTM` run its sequence pass with
     `keras.layers.LSTM`'s CPU implementation (`standard_lstm`, gates in the
     same order) on its own weights: the same model and parameters, Keras'
     recurrence instead of ours. No cell clipping (`gnmt_small` has none)."""
     import tensorflow as tf
     from tf_keras.src.layers.rnn.lstm import standard_lstm
 
-    from gnmt_tf.layers import lstm
+    from gnmt_tf.models.gnmt import lstm
 
     def call(self, inputs, initial_state=None):
         if self.cell_clip is not None:
@@ -307,7 +307,7 @@ def opennmt_train(args, spm_path, work, dims):
 
 
 def transformer(args, work):
-    from task_space.presets import TRANSFORMER_PRESETS
+    from gnmt_tf.models.task_space.presets import TRANSFORMER_PRESETS
 
     preset = TRANSFORMER_PRESETS["transformer_small"]
     ours_dir = work / "ours_transformer"
@@ -375,8 +375,8 @@ def _bound_spec(args, model_dir):
 
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.text.subword import Subwords
-    from task_space import data as data_lib
-    from task_space.config import TransformerConfig
+    from gnmt_tf.models.task_space import data as data_lib
+    from gnmt_tf.models.task_space.config import TransformerConfig
 
     payload = json.loads((model_dir / "config.json").read_text())
     model_config = TransformerConfig(**payload["model"])

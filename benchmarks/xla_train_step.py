@@ -63,15 +63,15 @@ def model_factory(name):
     """`(make_model, train_config, task_columns)` for `gnmt` or
     `transformer` (the `_small` presets at vocabulary 8,000)."""
     if name == "gnmt":
-        from gnmt_tf.models.gnmt import GNMT
-        from gnmt_tf.presets import get_preset
+        from gnmt_tf.models.gnmt.model import GNMT
+        from gnmt_tf.models.gnmt.presets import get_preset
 
         model_config, train_config = get_preset("gnmt_small")
         assert model_config.vocabulary_size == VOCABULARY
         return (lambda: GNMT(model_config)), train_config, {}
-    from task_space.task_space_translation_model import (
+    from gnmt_tf.models.task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
-    from task_space.training import get_preset
+    from gnmt_tf.models.task_space.training import get_preset
 
     model_config, train_config = get_preset("transformer_small")
     model_config = model_config.replace(vocabulary_size=VOCABULARY)

@@ -25,7 +25,7 @@ Per model, on test_2016_flickr (the only test set with Czech), beam 4,
 α 0.6, cased detokenised sacreBLEU: the 10 supervised directions; zero-shot
 fr->cs and cs->fr; pivoting through English with the same model (fr->en->cs,
 cs->en->fr); and the off-target rate: the share of outputs that lingua
-(restricted to en, de, fr, cs; `pipeline.language_id`) does not identify as
+(restricted to en, de, fr, cs; `gnmt_tf.pipeline.language_id`) does not identify as
 the target language (empty outputs count as off target). The references'
 own rate is reported as the identifier's floor. Scores are cached in
 `<run>/zero_shot.json`, the outputs kept in `<run>/zero_shot/`.
@@ -64,7 +64,7 @@ def supervised_directions():
 def detected_languages(texts):
     """The language lingua identifies for each of `texts` (restricted to
     `LANGUAGES`)."""
-    from pipeline.language_id import LanguageDetector
+    from gnmt_tf.pipeline.language_id import LanguageDetector
 
     detector = LanguageDetector.for_languages(LANGUAGES)
     return [d.language for d in detector.detect_each(texts)]

@@ -3,14 +3,14 @@
 What a document pipeline needs of a model besides the text (to put markup
 and placeholders back, to estimate quality): `search_with_alignment` is the
 graph body shared by the in-process path (`alignment_search_fn`) and the
-SavedModel's ``translate_with_alignment`` signature (`export.savedmodel`),
+SavedModel's ``translate_with_alignment`` signature (`gnmt_tf.export.savedmodel`),
 so both give the same numbers.
 
 The search is `Translator.search` (best hypothesis only); then one
 teacher-forced pass of the model over its own output gives the alignment:
 
 - a model with an `align(features)` method (an
-  `alignment.aligned_model.AlignedTranslationModel`) gives its
+  `gnmt_tf.alignment.aligned_model.AlignedTranslationModel`) gives its
   `ConvAlignmentHead` probabilities;
 - any other model its cross-attention (`call(..., return_attention=True)`),
   averaged over layers and heads when it has several.

@@ -1,5 +1,5 @@
 """Translating large inputs with the batch-decoding pipeline
-(`gnmt_tf.batch_pipeline`): `TranslationStages` are its three stages for a
+(`gnmt_tf.batch_decoding`): `TranslationStages` are its three stages for a
 `gnmt_tf.translator.Translator`.
 
 - Scheduler thread (`prepare`): SentencePiece on the host, length checks
@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from gnmt_tf import seq2seq_model
-from gnmt_tf.batch_pipeline import OutOfMemory, Work
+from gnmt_tf.batch_decoding import OutOfMemory, Work
 from gnmt_tf.checks import check_number
 from gnmt_tf.translator import Hypothesis, SearchOptions
 

@@ -1,6 +1,6 @@
 """Typed configuration for GNMT models and training runs.
 
-Configs are frozen dataclasses. Named presets live in :mod:`gnmt_tf.presets`; the
+Configs are frozen dataclasses. Named presets live in :mod:`gnmt_tf.models.gnmt.presets`; the
 CLI applies ``--set key=value`` overrides with :func:`apply_overrides`, which checks
 every key and converts every value to the field's type, so a typo fails loudly.
 """
@@ -178,7 +178,7 @@ class TrainConfig:
                      optional=True)
 
     def bucketing(self):
-        """The bucketing arguments of `gnmt_tf.data.pipeline.make_dataset`
+        """The bucketing arguments of `gnmt_tf.data.datasets.make_dataset`
         (and `batch_by_length`) that this config asks for."""
         return {"pad_to_bucket": self.jit_compile,
                 "bucket_width": self.bucket_width}

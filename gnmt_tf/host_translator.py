@@ -4,8 +4,8 @@ It lives in `gnmt_tf` (not `export`): translating needs no TensorFlow and
 none of the exporter, only NumPy, SentencePiece and a runtime.
 
 `HostTranslator` needs only the files an exporter writes: the model's
-`encode` and `decode_step` (a TFLite file from `export.tflite`, or the two
-ONNX graphs from `export.onnx_export`), ``spm.model`` and ``model.json``. It
+`encode` and `decode_step` (a TFLite file from `gnmt_tf.export.tflite`, or the two
+ONNX graphs from `gnmt_tf.export.onnx_export`), ``spm.model`` and ``model.json``. It
 tokenises with `sentencepiece`, checks the task arguments against the
 `TaskInput`s in ``model.json`` (languages and scene tags for a task-space
 model, none for GNMT) and puts the model's source prefix (``<2xx>``) before
@@ -13,7 +13,7 @@ the subwords, runs `encode` once per sentence and `decode_step` once per
 output position on all live hypotheses of a batch of sentences at once
 (sorted by length, so that a batch holds similar lengths; the sentences'
 states zero-padded to common shapes) through
-`gnmt_tf.host_search.beam_search_batch`, and detokenises.
+`gnmt_tf.decoding.host_beam_search.beam_search_batch`, and detokenises.
 
 A runtime adapter is all that differs between runtimes
 (`gnmt_tf.tflite_runtime.TFLiteRuntime`, `gnmt_tf.onnx_runtime.OnnxRuntime`):
@@ -40,10 +40,10 @@ import pathlib
 
 import numpy as np
 
-from gnmt_tf.host_search import beam_search_batch
+from gnmt_tf.decoding.host_beam_search import beam_search_batch
 from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 
-METADATA_FILE = "model.json"  # written by export.tflite / export.onnx_export
+METADATA_FILE = "model.json"  # written by gnmt_tf.export.tflite / gnmt_tf.export.onnx_export
 VOCABULARY_FILE = "spm.model"
 MAX_BATCH_SIZE = 32  # sentences searched together, at most
 # Decoding state searched together, at most (bytes; all beams). The state
@@ -275,7 +275,7 @@ class HostTranslator:
         Args:
           sources: list of lists of int, each ending with the end token.
           beam_size, length_penalty, coverage_penalty, num_hypotheses,
-            beam_width: as `gnmt_tf.host_search.beam_search_batch`'s.
+            beam_width: as `gnmt_tf.decoding.host_beam_search.beam_search_batch`'s.
           max_length_ratio: float. Output at most this times the source
             length (with its end token), in subwords, and at most
             `max_output_length`.

@@ -45,7 +45,7 @@ class ModelType:
         data: `function(model, subwords, payload, data_dir, train_config)`
         -> `(train_config, dataset)`, with `payload` the trained
         directory's `config.json`: for a quantization-aware variant, what
-        `export.qat.qat_finetune` trains it on; for a float type, what
+        `gnmt_tf.export.qat.qat_finetune` trains it on; for a float type, what
         RL refinement (`gnmt_tf.training.rl_refinement`) samples from.
     """
 

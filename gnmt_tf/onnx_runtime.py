@@ -1,7 +1,7 @@
 """An ONNX export's `encode` and `decode_step` for the host search.
 
 `OnnxRuntime` is the ONNX Runtime adapter of `gnmt_tf.host_translator`: it
-runs the two graphs `export.onnx_export.export_onnx` writes,
+runs the two graphs `gnmt_tf.export.onnx_export.export_onnx` writes,
 ``encode.onnx`` and ``decode_step.onnx``. Their shapes are dynamic, so the
 state goes from one to the other as it is, except a growing KV cache, which
 `encode` does not return (the task-space Transformer's): it starts empty
@@ -18,7 +18,7 @@ import numpy as np
 
 ENCODE_FILE = "encode.onnx"
 STEP_FILE = "decode_step.onnx"
-NEXT_PREFIX = "next_"  # as export.onnx_export
+NEXT_PREFIX = "next_"  # as gnmt_tf.export.onnx_export
 _NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16,
                 "tensor(int32)": np.int32, "tensor(int64)": np.int64,
                 "tensor(bool)": np.bool_}

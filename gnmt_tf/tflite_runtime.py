@@ -1,8 +1,8 @@
 """A TFLite export's `encode` and `decode_step` for the host search.
 
 `TFLiteRuntime` is the LiteRT adapter of `gnmt_tf.host_translator`: it runs
-the two signatures `export.tflite.export_tflite` writes. What is special to
-TFLite stays here (see `export.tflite.StepModule`), read from the two
+the two signatures `gnmt_tf.export.tflite.export_tflite` writes. What is special to
+TFLite stays here (see `gnmt_tf.export.tflite.StepModule`), read from the two
 signatures' shapes:
 
 - a growing KV cache (the task-space Transformer's default export) is not
@@ -11,7 +11,7 @@ signatures' shapes:
 - a `--fixed-shapes` export's `decode_step` takes some state tensors at a
   fixed length where `encode` returns them at the source's length:
   `encode`'s outputs are zero-padded to it;
-- a cache grown in blocks (`export.tflite.StepModule`'s `cache_block`:
+- a cache grown in blocks (`gnmt_tf.export.tflite.StepModule`'s `cache_block`:
   `encode` returns it with a fixed number of positions, `decode_step`
   takes it at any length) is lengthened by that many zero positions here,
   before a step that would write past its end (each row writes at its
@@ -307,7 +307,7 @@ def _state_shapes(encode_outputs, step_inputs):
 def _cache_blocks(encode_outputs, step_inputs):
     """`{name: (axis, block)}` of the state tensors `encode` returns at a
     fixed length `block` along an `axis` that `decode_step` takes at any
-    length: a cache grown in blocks (`export.tflite.StepModule`)."""
+    length: a cache grown in blocks (`gnmt_tf.export.tflite.StepModule`)."""
     return {name: (axis, int(have[axis]))
             for name, have, want in _state_shapes(encode_outputs, step_inputs)
             for axis in range(1, len(want)) if want[axis] < 0 < have[axis]}

@@ -2,9 +2,9 @@
 
 `TFLiteTranslator` is `gnmt_tf.host_translator.HostTranslator` with a
 `gnmt_tf.tflite_runtime.TFLiteRuntime`, constructed from the `.tflite`
-file `export.tflite.export_tflite` writes (its ``spm.model`` and
+file `gnmt_tf.export.tflite.export_tflite` writes (its ``spm.model`` and
 ``model.json`` next to it). The search is the one all host runtimes share
-(`gnmt_tf.host_search`); no TensorFlow is imported unless LiteRT is missing.
+(`gnmt_tf.decoding.host_beam_search`); no TensorFlow is imported unless LiteRT is missing.
 """
 
 import pathlib

@@ -29,7 +29,7 @@ XLA_WIDTH_MULTIPLE = 8
 
 # Search strategies (`SearchOptions.decoder`). "beam" and "greedy" run in the
 # graph (`search_fn`, the SavedModel); the others are host-side loops over
-# the model's step function (`gnmt_tf.host_decoding`).
+# the model's step function (`gnmt_tf.decoding.host_decoding`).
 DECODERS = ("beam", "greedy", "dfs", "bucket", "sepbeam")
 GRAPH_DECODERS = ("beam", "greedy")
 
@@ -457,7 +457,7 @@ class Translator:
         the sepbeam decoder (one beam each, with this one;
         `member_weights`: one weight per model, this one first).
         The host-side decoders (dfs, bucket, sepbeam, constraints) translate
-        one sentence at a time (`gnmt_tf.host_decoding`).
+        one sentence at a time (`gnmt_tf.decoding.host_decoding`).
 
         `task` holds the model's task arguments by name (e.g. `src_lang="en",
         tgt_lang="fr", tags=["caption"]`; none for GNMT). Empty (or
@@ -479,7 +479,7 @@ class Translator:
                 raise ValueError("a shortlist and UNK replacement work with "
                                  "the in-graph searches (beam, greedy) "
                                  "without constraints or sepbeam members")
-            from gnmt_tf import host_decoding
+            from gnmt_tf.decoding import host_decoding
 
             return [[Hypothesis(text, score) for text, score in pairs]
                     for pairs in host_decoding.translate_nbest(

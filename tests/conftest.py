@@ -108,8 +108,8 @@ def tiny_model_dir(toy_data_dir, tmp_path_factory):
     sentence for every input.
     """
     from gnmt_tf.config import apply_overrides
-    from gnmt_tf.presets import get_preset
-    from gnmt_tf.training.trainer import train_gnmt
+    from gnmt_tf.models.gnmt.presets import get_preset
+    from gnmt_tf.models.gnmt.training import train_gnmt
 
     model_dir = tmp_path_factory.mktemp("tiny_model")
     model_config, train_config = get_preset("gnmt_tiny")
@@ -212,9 +212,9 @@ def ts_model_dir(multiway_dir, tmp_path_factory):
     """A transformer_tiny trained 60 steps on en-fr and de-cs (enough for
     non-empty, input-dependent output; at 30 steps everything is "")."""
     from gnmt_tf.config import apply_overrides
-    from task_space.training import TaskSpaceOptions
-    from task_space.training import get_preset
-    from task_space.training import train_task_space
+    from gnmt_tf.models.task_space.training import TaskSpaceOptions
+    from gnmt_tf.models.task_space.training import get_preset
+    from gnmt_tf.models.task_space.training import train_task_space
 
     model_config, train_config = get_preset("transformer_tiny")
     model_config = model_config.replace(vocabulary_size=60)
@@ -236,9 +236,9 @@ def ts_baseline_model_dir(multiway_dir, tmp_path_factory):
     """The Johnson et al. baseline: transformer_tiny without the task space,
     trained 30 steps with `<2xx>` source tokens (slow tests only)."""
     from gnmt_tf.config import apply_overrides
-    from task_space.training import TaskSpaceOptions
-    from task_space.training import get_preset
-    from task_space.training import train_task_space
+    from gnmt_tf.models.task_space.training import TaskSpaceOptions
+    from gnmt_tf.models.task_space.training import get_preset
+    from gnmt_tf.models.task_space.training import train_task_space
 
     model_config, train_config = get_preset("transformer_tiny")
     model_config = model_config.replace(vocabulary_size=60,

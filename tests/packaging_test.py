@@ -186,11 +186,11 @@ def test_extras_match_use():
 def _import_ctranslate2_converter():
     import importlib
 
-    importlib.import_module("task_space.ctranslate2_converter")
+    importlib.import_module("gnmt_tf.models.task_space.ctranslate2_converter")
 
 
 def _convert_to_onnx():
-    from export.onnx_export import convert_step_functions
+    from gnmt_tf.export.onnx_export import convert_step_functions
 
     convert_step_functions(None, "unused")
 
@@ -225,10 +225,10 @@ def _translate_beam():
 
 
 @pytest.mark.parametrize("module, call, extra", [
-    ("lingua", _importer("pipeline.language_id"), "gateway"),
-    ("lxml", _importer("pipeline.documents"), "gateway"),
-    ("sacremoses", _importer("pipeline.normalize"), "gateway"),
-    ("cachetools", _importer("pipeline.cache"), "gateway"),
+    ("lingua", _importer("gnmt_tf.pipeline.language_id"), "gateway"),
+    ("lxml", _importer("gnmt_tf.pipeline.documents"), "gateway"),
+    ("sacremoses", _importer("gnmt_tf.pipeline.normalize"), "gateway"),
+    ("cachetools", _importer("gnmt_tf.pipeline.cache"), "gateway"),
     ("apache_beam", _translate_beam, "beam"),
     ("onnxruntime", _onnxruntime, "onnx"),
     ("tf2onnx", _convert_to_onnx, "onnx"),
@@ -239,8 +239,8 @@ def test_a_missing_optional_package_names_its_extra(monkeypatch, module,
                                                     call, extra):
     assert extra in _setup_py()["extras"]
     monkeypatch.setitem(sys.modules, module, None)  # import raises
-    for name in ("task_space.ctranslate2_converter", "pipeline.language_id",
-                 "pipeline.documents", "pipeline.normalize", "pipeline.cache"):
+    for name in ("gnmt_tf.models.task_space.ctranslate2_converter", "gnmt_tf.pipeline.language_id",
+                 "gnmt_tf.pipeline.documents", "gnmt_tf.pipeline.normalize", "gnmt_tf.pipeline.cache"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     with pytest.raises(Exception) as error:
         call()
@@ -252,9 +252,9 @@ _BASE_IMPORTS = """
 import sys
 for name in ("lingua", "lxml", "sacremoses", "cachetools", "apache_beam"):
     sys.modules[name] = None  # not installed
-import gnmt_tf.cli.translate, gnmt_tf.cli.train, export.cli, serving.cli
-import serving.server, serving.rest_server, serving.client
-import export.savedmodel, gnmt_tf.translator
+import gnmt_tf.cli.translate, gnmt_tf.cli.train, gnmt_tf.export.cli, gnmt_tf.serving.cli
+import gnmt_tf.serving.server, gnmt_tf.serving.rest_server, gnmt_tf.serving.client
+import gnmt_tf.export.savedmodel, gnmt_tf.translator
 from gnmt_tf.cli.main import build_parser
 build_parser()
 print("ok")

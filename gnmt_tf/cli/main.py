@@ -25,9 +25,9 @@ CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
                  "gnmt_tf.cli.evaluate",
                  "gnmt_tf.cli.quickstart", "gnmt_tf.cli.average",
                  "gnmt_tf.cli.models", "gnmt_tf.cli.plot", "gnmt_tf.cli.lm")
-PLUGIN_COMMANDS = ("alignment.cli", "export.cli", "gateway.cli",
-                   "gateway.batch_cli", "pipeline.cli",
-                   "serving.cli", "task_space.cli")
+PLUGIN_COMMANDS = ("gnmt_tf.alignment.cli", "gnmt_tf.export.cli", "gnmt_tf.gateway.cli",
+                   "gnmt_tf.gateway.batch_cli", "gnmt_tf.pipeline.cli",
+                   "gnmt_tf.serving.cli", "gnmt_tf.cli.task_space")
 
 __all__ = ["UsageError", "build_parser", "main"]
 

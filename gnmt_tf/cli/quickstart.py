@@ -27,7 +27,7 @@ from gnmt_tf.cli.arg_types import (beam_size, non_negative_int,
 DEFAULT_MODEL = "multi30k-transformer"
 # The document pipeline, loaded by name: `gnmt_tf` imports no gateway module
 # itself (as `gnmt-tf translate --format html`).
-DOCUMENT_PIPELINE = "gateway.pipelines"
+DOCUMENT_PIPELINE = "gnmt_tf.gateway.pipelines"
 SENTENCES = {
     "en": ["A black dog is running through the snow.",
            "Two children are playing football in a park."],
@@ -258,9 +258,9 @@ def run_training(args):
     from gnmt_tf.data import corpus
     from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.model_dir import load_model
-    from gnmt_tf.presets import get_preset
+    from gnmt_tf.models.gnmt.presets import get_preset
     from gnmt_tf.config import apply_overrides
-    from gnmt_tf.training.trainer import train_gnmt
+    from gnmt_tf.models.gnmt.training import train_gnmt
     from gnmt_tf.translator import SearchOptions, Translator
 
     beam_size = args.beam_size or 5

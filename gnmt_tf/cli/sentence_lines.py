@@ -4,8 +4,8 @@ joined back into one output line each.
 The models are trained on sentence pairs: given a line of two sentences
 ("A dog runs. Two cats sleep on the sofa.") they translate it as one and
 drop or merge the second without a word. So each line is split with the
-project's sentence splitter (`pipeline.sentence_split`, reached through
-`serving.request_batching`, the command line's path to it), the sentences
+project's sentence splitter (`gnmt_tf.pipeline.sentence_split`, reached through
+`gnmt_tf.serving.request_batching`, the command line's path to it), the sentences
 of a chunk are translated together, and each line's translations are
 joined with a space (nothing for Chinese, Japanese and Thai targets). A
 line of one sentence is sent as it is, so its output is what it was
@@ -49,7 +49,7 @@ class SentenceLines:
     def split(self, line):
         """The sentences of `line`, or `[line]` when it holds fewer than two
         (a blank line, one sentence: sent as they are)."""
-        from serving.request_batching import split_sentences
+        from gnmt_tf.serving.request_batching import split_sentences
 
         sentences = split_sentences(line, self.source_language)
         return sentences if len(sentences) > 1 else [line]
@@ -110,7 +110,7 @@ def _renumbered(error, groups):
 
 
 def merge_results(results, joiner):
-    """One line's `serving.client.TranslationResult` from its sentences':
+    """One line's `gnmt_tf.serving.client.TranslationResult` from its sentences':
     the first failure, else the translations joined and the scores
     added."""
     failed = next((r for r in results if r.error), None)

@@ -103,8 +103,8 @@ def train_gnmt_from_args(args):
     """`gnmt-tf train` for the GNMT presets."""
     from gnmt_tf.config import split_overrides
     from gnmt_tf.config_file import layered
-    from gnmt_tf.presets import get_preset
-    from gnmt_tf.training.trainer import train_gnmt
+    from gnmt_tf.models.gnmt.presets import get_preset
+    from gnmt_tf.models.gnmt.training import train_gnmt
 
     if getattr(args, "data_config", None) is not None:
         raise ValueError(f"--data-config is not supported by the GNMT "

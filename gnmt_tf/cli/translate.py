@@ -33,8 +33,8 @@ from gnmt_tf.cli.arg_types import (beam_size, finite_float,
 from gnmt_tf.checks import MAX_BEAM_SIZE
 from gnmt_tf.config import PRECISIONS
 
-# The document mode's implementation, loaded by name (`gateway.cli`).
-DOCUMENT_PIPELINE = "gateway.cli"
+# The document mode's implementation, loaded by name (`gnmt_tf.gateway.cli`).
+DOCUMENT_PIPELINE = "gnmt_tf.gateway.cli"
 
 
 # Search flag -> (`SearchOptions` field, default). The flags default to None
@@ -127,7 +127,7 @@ def _refuse_host_decoding(args, where):
 
 
 def served_search_options(args):
-    """The `search_options` of `serving.client.TranslationClient` for the
+    """The `search_options` of `gnmt_tf.serving.client.TranslationClient` for the
     search flags given with `--server`, or None when none are given (the
     export's `serving_default` then searches with its own options).
 
@@ -156,7 +156,7 @@ def served_search_options(args):
             "--beam-size, --alpha and --beta and returns one translation "
             "per sentence (export with these options instead, or translate "
             "with --model)")
-    from serving.search_options import check_search_options
+    from gnmt_tf.serving.search_options import check_search_options
 
     served = {"beam_size": 1 if options.decoder == "greedy"
               else options.beam_size,
@@ -521,7 +521,7 @@ def _translate_through_server(args):
     """Translates via gRPC; failed lines come out empty and are listed on
     stderr (exit code 1), the others are kept. Search flags go to the
     export's `translate_with_options` (see `served_search_options`)."""
-    from serving.client import TranslationClient, TranslationError
+    from gnmt_tf.serving.client import TranslationClient, TranslationError
 
     options = served_search_options(args)
     with TranslationClient(args.server, args.model_name,
@@ -747,10 +747,10 @@ def _sepbeam_weights(args):
 
 
 def _translate_with_pipeline(args, translator, options, task):
-    """`--pipeline`: the batch-decoding pipeline (`gnmt_tf.batch_pipeline`)
+    """`--pipeline`: the batch-decoding pipeline (`gnmt_tf.batch_decoding`)
     over the input, output written line by line in input order, in the
     same windows and batches as plain `translate`."""
-    from gnmt_tf.batch_pipeline import BatchPipeline
+    from gnmt_tf.batch_decoding import BatchPipeline
     from gnmt_tf.batch_translation import TranslationStages
     from gnmt_tf.progress import progress
 

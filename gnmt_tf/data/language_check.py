@@ -1,6 +1,6 @@
 """Language identification for corpus cleaning, when it is installed.
 
-The detector is `pipeline.language_id.LanguageDetector` (lingua), imported
+The detector is `gnmt_tf.pipeline.language_id.LanguageDetector` (lingua), imported
 only when a run asks for the check; `.importlinter` names this one import
 of `pipeline` from `gnmt_tf` as an exception to its layers.
 """
@@ -17,10 +17,10 @@ def language_identifier(languages):
         what to install).
     """
     try:
-        from pipeline.language_id import LanguageDetector
+        from gnmt_tf.pipeline.language_id import LanguageDetector
     except ModuleNotFoundError as e:
         raise ModuleNotFoundError(
-            f"the language check needs pipeline.language_id and "
+            f"the language check needs gnmt_tf.pipeline.language_id and "
             f"lingua-language-detector ({e}): pip install "
             "'gnmt-tf[gateway]', or leave out --check-language",
             name=e.name) from None

@@ -14,7 +14,7 @@ so memory does not grow with corpus size:
                                              # fails if none fits
       -> pipeline.bucket_batches             # the same batching as today
 
-Elements are `(features, labels)` as in `gnmt_tf.data.pipeline`, plus the
+Elements are `(features, labels)` as in `gnmt_tf.data.datasets`, plus the
 per-corpus constant features a caller asks for (the task-space model's
 `src_lang`, `tgt_lang`, `tags`).
 """
@@ -25,7 +25,7 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from gnmt_tf.data import prepare as prepare_lib
-from gnmt_tf.data.pipeline import bucket_batches
+from gnmt_tf.data.datasets import bucket_batches
 from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
 # Shards each corpus reads at once.
@@ -63,7 +63,7 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
         subwords: `gnmt_tf.text.subword.Subwords`; its
             `tf_tokenizer` tokenises in the graph.
         max_tokens, max_length, shuffle, shuffle_buffer, repeat, seed,
-        pad_to_bucket, bucket_width: as `gnmt_tf.data.pipeline.make_dataset`.
+        pad_to_bucket, bucket_width: as `gnmt_tf.data.datasets.make_dataset`.
         corpus_features: optional list, one dict per corpus of the manifest,
             of constant features (name -> int array-like) added to each of
             its examples; every dict has the same names and shapes.

@@ -1,8 +1,2 @@
-"""Keras layers of GNMT."""
-
-from gnmt_tf.layers.additive_attention import AdditiveAttention
-from gnmt_tf.layers.gnmt_decoder import GNMTDecoder
-from gnmt_tf.layers.gnmt_encoder import GNMTEncoder
-from gnmt_tf.layers.lstm import LSTM
-
-__all__ = ["AdditiveAttention", "GNMTDecoder", "GNMTEncoder", "LSTM"]
+"""Keras layers shared by the model families (GNMT's own layers live in
+`gnmt_tf.models.gnmt`)."""

@@ -1,5 +1,6 @@
-"""Trainable sequence-to-sequence models."""
+"""Model families, one folder each: `gnmt` (the GNMT LSTM encoder-decoder) and
+`task_space` (the task-space Transformer). Each holds its model, layers,
+config, presets, model-type registry entry and quantization-aware variant.
 
-from gnmt_tf.models.gnmt import GNMT
-
-__all__ = ["GNMT"]
+Importing this package is cheap (no TensorFlow): import a family's modules.
+"""

@@ -5,7 +5,7 @@ A table is UTF-8 text, one entry a line, three tab-separated columns:
     source_token <TAB> target_token <TAB> score
 
 - `source_token` non-empty: `score` is the translation probability
-  `t(target | source)` (fast_align's lexical table; `alignment.lexical_table`
+  `t(target | source)` (fast_align's lexical table; `gnmt_tf.alignment.lexical_table`
   writes it over SentencePiece pieces, with `<unk>` pieces written as their
   surface text), entries of a source token most probable first;
 - `source_token` empty: `score` is the count of `target_token` in the

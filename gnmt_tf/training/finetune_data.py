@@ -2,7 +2,7 @@
 `ModelType.finetune_data`, `gnmt_tf.model_types`)."""
 
 from gnmt_tf.data import corpus
-from gnmt_tf.data.pipeline import make_dataset
+from gnmt_tf.data.datasets import make_dataset
 
 
 def gnmt_finetune_data(model, subwords, payload, data_dir, train_config):

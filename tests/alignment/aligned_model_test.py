@@ -1,4 +1,4 @@
-"""Tests for alignment.aligned_model: links, dataset and joint training."""
+"""Tests for gnmt_tf.alignment.aligned_model: links, dataset and joint training."""
 
 import numpy as np
 import pytest
@@ -8,12 +8,12 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 import tf_keras as keras
 
-from alignment.aligned_model import (LINKS_KEY, AlignedTranslationModel,
+from gnmt_tf.alignment.aligned_model import (LINKS_KEY, AlignedTranslationModel,
                                      alignment_error_rate, dense_links,
                                      link_pairs, make_aligned_dataset,
                                      predicted_links, subword_links,
                                      word_index_of_pieces)
-from alignment.conv_alignment_head import ConvAlignmentHead
+from gnmt_tf.alignment.conv_alignment_head import ConvAlignmentHead
 from gnmt_tf.config import TrainConfig
 from gnmt_tf.training.trainer import compile_model
 
@@ -72,9 +72,9 @@ def test_dataset_carries_dense_links():
 
 
 def _models():
-    from gnmt_tf.presets import get_preset
-    from gnmt_tf.models.gnmt import GNMT
-    from task_space.task_space_translation_model import (
+    from gnmt_tf.models.gnmt.presets import get_preset
+    from gnmt_tf.models.gnmt.model import GNMT
+    from gnmt_tf.models.task_space.task_space_translation_model import (
         TaskSpaceTranslationModel)
     config, _ = get_preset("gnmt_tiny")
     yield "gnmt", GNMT(config), None
@@ -118,8 +118,8 @@ def test_joint_fit_lowers_both_losses(kind):
 
 
 def test_stop_gradient_keeps_attention_weights_out_of_alignment_loss():
-    from gnmt_tf.presets import get_preset
-    from gnmt_tf.models.gnmt import GNMT
+    from gnmt_tf.models.gnmt.presets import get_preset
+    from gnmt_tf.models.gnmt.model import GNMT
     config, _ = get_preset("gnmt_tiny")
     sources, targets, links = _toy(4)
     dataset = make_aligned_dataset(sources, targets, links, max_tokens=64,

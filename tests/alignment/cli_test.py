@@ -1,4 +1,4 @@
-"""Tests for the `gnmt-tf align` subcommand (alignment.cli)."""
+"""Tests for the `gnmt-tf align` subcommand (gnmt_tf.alignment.cli)."""
 
 import argparse
 import pathlib
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from alignment import cli
+from gnmt_tf.alignment import cli
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORPUS = ("das Haus ||| the house\n" "das Buch ||| the book\n"

@@ -1,4 +1,4 @@
-"""Tests for alignment.conv_alignment_head."""
+"""Tests for gnmt_tf.alignment.conv_alignment_head."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from alignment.conv_alignment_head import (ConvAlignmentHead, alignment_loss,
+from gnmt_tf.alignment.conv_alignment_head import (ConvAlignmentHead, alignment_loss,
                                            attention_image, pixel_mask,
                                            sample_loss_weights)
 

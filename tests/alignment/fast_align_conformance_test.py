@@ -1,4 +1,4 @@
-"""Conformance of alignment.fast_align with the original fast_align.
+"""Conformance of gnmt_tf.alignment.fast_align with the original fast_align.
 
 The fixture (../shared/data/fast_align_reference, see its README.md) holds
 the original tool's (clab/fast_align cab1e9a) alignments and stderr logs for
@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from alignment import cli, pharaoh, symmetrize
-from alignment.fast_align import FastAlign
+from gnmt_tf.alignment import cli, pharaoh, symmetrize
+from gnmt_tf.alignment.fast_align import FastAlign
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE_DIR = REPO_ROOT.parent / "shared" / "data" / "fast_align_reference"

@@ -1,4 +1,4 @@
-"""Tests for alignment.fast_align."""
+"""Tests for gnmt_tf.alignment.fast_align."""
 
 import math
 import random
@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from alignment import fast_align
-from alignment.fast_align import FastAlign
+from gnmt_tf.alignment import fast_align
+from gnmt_tf.alignment.fast_align import FastAlign
 
 TOY = [("das Haus", "the house"), ("das Buch", "the book"),
        ("ein Buch", "a book")]

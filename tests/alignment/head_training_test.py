@@ -1,5 +1,5 @@
 """An alignment head added to a trained model (`gnmt-tf add-alignment-head`,
-alignment.head_training, alignment.head_files): labels, training, storage,
+gnmt_tf.alignment.head_training, gnmt_tf.alignment.head_files): labels, training, storage,
 and the head's alignment through the pipeline backend and the SavedModel."""
 
 import json
@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from alignment import head_files
-from alignment import head_training
+from gnmt_tf.alignment import head_files
+from gnmt_tf.alignment import head_training
 from gnmt_tf.cli.main import main
 
 
@@ -113,7 +113,7 @@ def test_the_head_learns_the_links(head_dir, tiny_model_dir, toy_data_dir):
 
 
 def test_pipeline_backend_aligns_through_the_head(head_dir):
-    from gateway.backends import ModelBackend
+    from gnmt_tf.gateway.backends import ModelBackend
     from gnmt_tf.translator import SearchOptions
 
     backend = ModelBackend.from_model_dir(head_dir, SearchOptions(beam_size=1))
@@ -137,8 +137,8 @@ def test_pipeline_backend_aligns_through_the_head(head_dir):
 def test_savedmodel_alignment_signature_uses_the_head(head_dir, tmp_path):
     import tensorflow as tf
 
-    from export.savedmodel import ALIGNMENT_SIGNATURE, export_savedmodel
-    from gateway.backends import ModelBackend
+    from gnmt_tf.export.savedmodel import ALIGNMENT_SIGNATURE, export_savedmodel
+    from gnmt_tf.gateway.backends import ModelBackend
     from gnmt_tf.translator import SearchOptions
 
     options = SearchOptions(beam_size=1)

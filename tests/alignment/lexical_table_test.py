@@ -1,13 +1,13 @@
-"""Tests for alignment.lexical_table, FastAlign.lexical_table and the
+"""Tests for gnmt_tf.alignment.lexical_table, FastAlign.lexical_table and the
 `gnmt-tf lexical-table` command."""
 
 import argparse
 
 import pytest
 
-from alignment import cli
-from alignment.fast_align import FastAlign
-from alignment.lexical_table import build_lexical_table
+from gnmt_tf.alignment import cli
+from gnmt_tf.alignment.fast_align import FastAlign
+from gnmt_tf.alignment.lexical_table import build_lexical_table
 from gnmt_tf.text.lexical_table import read_lexical_table
 from tests.conftest import toy_pairs
 

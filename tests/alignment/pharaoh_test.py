@@ -1,11 +1,11 @@
-"""Tests for alignment.pharaoh."""
+"""Tests for gnmt_tf.alignment.pharaoh."""
 
 import io
 import re
 
 import pytest
 
-from alignment import pharaoh
+from gnmt_tf.alignment import pharaoh
 
 
 def test_alignment_round_trip(tmp_path):

@@ -1,14 +1,14 @@
-"""Tests for alignment.placeholder_translation."""
+"""Tests for gnmt_tf.alignment.placeholder_translation."""
 
 import numpy as np
 import pytest
 
-from alignment.placeholder_translation import (HashPlaceholderMasker,
+from gnmt_tf.alignment.placeholder_translation import (HashPlaceholderMasker,
                                                PlaceholderTranslator,
                                                map_placeholders,
                                                preserved_fraction,
                                                repair_missing)
-from alignment.placeholders import PLACEHOLDER_TOKENS, Entity, Masker
+from gnmt_tf.alignment.placeholders import PLACEHOLDER_TOKENS, Entity, Masker
 
 N = "⟦NUM⟧"
 P = "⟦PERSON⟧"
@@ -111,7 +111,7 @@ class _FakeModel:
         self.subwords = subwords
 
     def forced_alignment(self, source_ids, target_ids, task_inputs=None):
-        from alignment.aligned_model import word_index_of_pieces
+        from gnmt_tf.alignment.aligned_model import word_index_of_pieces
         piece = {i: p for p, i in self.subwords.vocab.items()}
         probabilities = []
         for s, t in zip(source_ids, target_ids):
@@ -160,7 +160,7 @@ def test_end_to_end_restore_round_trip():
 
 def test_placeholders_are_sentencepiece_symbols(tmp_path):
     from gnmt_tf.text.subword import Subwords, train_sentencepiece
-    from alignment.aligned_model import word_index_of_pieces
+    from gnmt_tf.alignment.aligned_model import word_index_of_pieces
 
     sentences = [f"a dog number {t} runs" for t in PLACEHOLDER_TOKENS] * 20
     path = train_sentencepiece(sentences, tmp_path / "spm", 40,
@@ -177,10 +177,10 @@ def test_real_model_path_keeps_every_tag(tmp_path):
     import gnmt_tf  # noqa: F401
     import tf_keras as keras
 
-    from alignment.aligned_model import AlignedTranslationModel
+    from gnmt_tf.alignment.aligned_model import AlignedTranslationModel
     from gnmt_tf.config import apply_overrides
-    from gnmt_tf.models.gnmt import GNMT
-    from gnmt_tf.presets import get_preset
+    from gnmt_tf.models.gnmt.model import GNMT
+    from gnmt_tf.models.gnmt.presets import get_preset
     from gnmt_tf.text.subword import Subwords, train_sentencepiece
     from gnmt_tf.translator import Translator
 

@@ -1,11 +1,11 @@
-"""Tests for alignment.placeholders and alignment.glossary."""
+"""Tests for gnmt_tf.alignment.placeholders and gnmt_tf.alignment.glossary."""
 
 import random
 
 import pytest
 
-from alignment.glossary import Glossary, TermMatcher
-from alignment.placeholders import (PLACEHOLDER_TOKENS, Entity, Masker,
+from gnmt_tf.alignment.glossary import Glossary, TermMatcher
+from gnmt_tf.alignment.placeholders import (PLACEHOLDER_TOKENS, Entity, Masker,
                                     augment_with_alignment, default_mapping,
                                     mapping_from_alignment, mask, placeholder,
                                     restore)

@@ -1,8 +1,8 @@
-"""Tests for alignment.symmetrize on hand-made alignments."""
+"""Tests for gnmt_tf.alignment.symmetrize on hand-made alignments."""
 
 import pytest
 
-from alignment import symmetrize
+from gnmt_tf.alignment import symmetrize
 
 # Source "a b c d", target "w x y z".
 #   forward: a-w b-x c-x d-z          reverse: a-w b-x b-y d-y

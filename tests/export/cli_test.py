@@ -9,7 +9,7 @@ from gnmt_tf.cli.main import main
 
 
 def test_import_is_light():
-    code = ("import sys, export.cli; "
+    code = ("import sys, gnmt_tf.export.cli; "
             "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -23,7 +23,7 @@ def test_actions_are_registered(capsys):
 
 
 def test_tensorrt_without_gpu_exits_2(capsys, tmp_path):
-    from export.tensorrt import tensorrt_problem
+    from gnmt_tf.export.tensorrt import tensorrt_problem
 
     if tensorrt_problem() is None:
         pytest.skip("TF-TRT is available here (see tensorrt_test.py)")

@@ -83,7 +83,7 @@ def tflite_float32(tmp_path_factory, tiny_model_dir):
     (no `model.json`: a GNMT export needs none)."""
     import shutil
 
-    from export.tflite import convert
+    from gnmt_tf.export.tflite import convert
     from gnmt_tf.model_dir import load_model
 
     out = tmp_path_factory.mktemp("tflite")
@@ -115,6 +115,6 @@ def ts_tflite_dir(task_space):
 @pytest.fixture(scope="session")
 def ts_onnx_paths(ts_model_dir, tmp_path_factory):
     """`export_onnx`'s paths for the task-space model."""
-    from export.onnx_export import export_onnx
+    from gnmt_tf.export.onnx_export import export_onnx
 
     return export_onnx(ts_model_dir, tmp_path_factory.mktemp("ts_onnx"))

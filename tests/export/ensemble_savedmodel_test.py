@@ -13,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from export.ops import disallowed_ops
-from export.savedmodel import METADATA_FILE
-from export.savedmodel import export_savedmodel
+from gnmt_tf.export.ops import disallowed_ops
+from gnmt_tf.export.savedmodel import METADATA_FILE
+from gnmt_tf.export.savedmodel import export_savedmodel
 from gnmt_tf.cli.main import main
 from gnmt_tf.predictor_model import load_predictors
 from gnmt_tf.translator import SearchOptions

@@ -7,8 +7,8 @@ import pathlib
 
 import pytest
 
-from export import cli
-from export.exporters import EXPORTERS, Exporter
+from gnmt_tf.export import cli
+from gnmt_tf.export.exporters import EXPORTERS, Exporter
 
 EXPORT_DIR = pathlib.Path(cli.__file__).parent
 # The modules that write one format each.

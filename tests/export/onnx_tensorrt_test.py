@@ -46,7 +46,7 @@ def _check_steps(runtime, step_functions, source, task, steps=3):
 
 
 def test_onnx_matches_tensorflow(onnx_dir, tiny_model_dir):
-    from export.step_functions import make_step_functions
+    from gnmt_tf.export.step_functions import make_step_functions
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.onnx_runtime import OnnxRuntime
 
@@ -65,7 +65,7 @@ def test_onnx_of_the_task_space_transformer(ts_model_dir, ts_onnx_paths):
     source limit. The KV cache grows (none in `encode`)."""
     import json
 
-    from export.step_functions import make_step_functions, task_encode_function
+    from gnmt_tf.export.step_functions import make_step_functions, task_encode_function
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.onnx_runtime import OnnxRuntime
 
@@ -98,7 +98,7 @@ def test_onnx_rejects_unknown_model_types(capsys, tmp_path):
 
 
 def test_tensorrt_argument_checks(tmp_path):
-    from export.tensorrt import convert_tensorrt
+    from gnmt_tf.export.tensorrt import convert_tensorrt
 
     with pytest.raises(ValueError, match="precision"):
         convert_tensorrt(tmp_path, tmp_path / "o", precision="INT4")
@@ -110,7 +110,7 @@ def test_tensorrt_converts_on_a_gpu(tiny_model_dir, tmp_path, settings):
     """Runs only where TF-TRT can (a GPU with TensorRT)."""
     import tensorflow as tf
 
-    from export.tensorrt import tensorrt_problem
+    from gnmt_tf.export.tensorrt import tensorrt_problem
 
     problem = tensorrt_problem()
     if problem:

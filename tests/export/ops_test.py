@@ -2,7 +2,7 @@
 export. (That every family's export uses only allowlisted ops:
 `tests/harness/model_family_test.py`.)"""
 
-from export import ops
+from gnmt_tf.export import ops
 
 
 def test_allowlist_is_core_tf_plus_tf_text(fresh_process, export_dir):

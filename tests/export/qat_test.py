@@ -11,9 +11,9 @@ import pytest
 @pytest.fixture(scope="session")
 def qat_model(tiny_model_dir, toy_data_dir):
     """The tiny float model restored into a `QATGNMT`, ranges calibrated."""
-    from export import quantization
-    from export.gnmt_qat import finetune_data
-    from export.qat import load_qat_from_float
+    from gnmt_tf import quantization
+    from gnmt_tf.models.gnmt.qat import finetune_data
+    from gnmt_tf.export.qat import load_qat_from_float
     from gnmt_tf.config import TrainConfig
 
     model, subwords, payload = load_qat_from_float(tiny_model_dir)
@@ -36,7 +36,7 @@ def test_quantizers():
     import tensorflow as tf
     import tensorflow_model_optimization as tfmot
 
-    from export import gnmt_qat
+    from gnmt_tf.export import gnmt_qat
 
     quantizers = tfmot.quantization.keras.quantizers
     lstm = gnmt_qat.QATLSTM(4)
@@ -70,7 +70,7 @@ def test_quantizers():
 
 
 def test_qat_model_layers(qat_model, translator):
-    from export import quantization as q
+    from gnmt_tf import quantization as q
 
     layers = {type(layer).__name__ for layer in q.qat_layers(qat_model)}
     assert layers == {"QATLSTM", "QATAdditiveAttention", "QATDense",
@@ -111,7 +111,7 @@ def test_qat_outputs_close_to_float(qat_model, translator, toy_data_dir,
 
 
 def test_int8_weights(int8_model):
-    from export.tflite import int8_report
+    from gnmt_tf.export.tflite import int8_report
 
     report = int8_report(int8_model[0])
     weights = [n for n in report["int8"]
@@ -121,7 +121,7 @@ def test_int8_weights(int8_model):
     assert len(weights) >= 2 * 7 + 3 + 1
     # A weight seen as float32 is a Dequantize output of its int8 copy, or
     # the attention's memory projection in `encode` (a known float op, see
-    # export.gnmt_qat).
+    # gnmt_tf.models.gnmt.qat).
     float_weights = {n for n in report.get("float32", [])
                      if "LastValueQuant" in n and not n.startswith("memory/")}
     assert float_weights <= set(report["int8"])
@@ -138,15 +138,15 @@ def test_int8_cli_float_model_is_usage_error(capsys, tiny_model_dir,
 
 
 def test_int8_conversion_rejects_float_model(translator):
-    from export.tflite import convert
+    from gnmt_tf.export.tflite import convert
 
     with pytest.raises(ValueError, match="quantization-aware"):
         convert(translator.model, "int8")
 
 
 def test_tied_table_is_stored_once(qat_model, tmp_path):
-    from export.tflite import convert
-    from export.tflite_tied_table import int8_table_tensors
+    from gnmt_tf.export.tflite import convert
+    from gnmt_tf.export.tflite_tied_table import int8_table_tensors
     from gnmt_tf.tflite_translator import interpreter_class
 
     config = qat_model.config
@@ -195,8 +195,8 @@ def test_input_feeding_qat_model_trains_and_steps_as_its_full_pass():
     import tensorflow as tf
     import tf_keras as keras
 
-    from export import quantization
-    from export.gnmt_qat import QATGNMT, QATLSTM
+    from gnmt_tf import quantization
+    from gnmt_tf.models.gnmt.qat import QATGNMT, QATLSTM
     from gnmt_tf.config import GNMTConfig
     from gnmt_tf.training.losses import MaskedCrossEntropy
 

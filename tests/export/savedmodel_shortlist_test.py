@@ -4,8 +4,8 @@ as the Translator with that shortlist does, with allowlisted ops only."""
 import pytest
 import tensorflow as tf
 
-from export.ops import disallowed_ops
-from export.savedmodel import export_savedmodel
+from gnmt_tf.export.ops import disallowed_ops
+from gnmt_tf.export.savedmodel import export_savedmodel
 from gnmt_tf.decoding.shortlist import Shortlist
 from gnmt_tf.text.lexical_table import read_lexical_table
 from gnmt_tf.translator import SearchOptions, Translator

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from export import savedmodel
-from export import step_functions
-from export.savedmodel import METADATA_FILE, WARMUP_FILE
+from gnmt_tf.export import savedmodel
+from gnmt_tf.export import step_functions
+from gnmt_tf.export.savedmodel import METADATA_FILE, WARMUP_FILE
 
 
 def test_layout(export_dir, tiny_model_dir, settings):
@@ -123,8 +123,8 @@ def test_translate_cli_search_flags_through_the_local_server(
     """`gnmt-tf translate --server` sends its search flags to this export's
     `translate_with_options`, and a beam size it lacks is one clear error."""
     from gnmt_tf.cli.main import main
-    from serving.model_manager import ModelManager
-    from serving.server import ModelServer
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.server import ModelServer
 
     sentences = settings.sentences
     source = tmp_path / "in.txt"

@@ -36,7 +36,7 @@ def _expected(translator, **options):
 
 
 def test_metadata_and_layout(ts_export_dir, ts_model_dir):
-    from export.savedmodel import METADATA_FILE
+    from gnmt_tf.export.savedmodel import METADATA_FILE
 
     assert ((ts_export_dir / "assets" / "spm.model").read_bytes()
             == (ts_model_dir / "spm.model").read_bytes())
@@ -108,7 +108,7 @@ def test_bad_task_inputs_are_invalid_argument(ts_fresh):
 
 
 def test_ops_are_allowed_and_core(ts_export_dir, ts_fresh):
-    from export import ops
+    from gnmt_tf.export import ops
 
     found = set(ops.list_ops(ts_export_dir))
     lookup = {"HashTableV2", "LookupTableImportV2", "LookupTableFindV2"}
@@ -133,9 +133,9 @@ def test_local_server_serves_it(ts_export_dir, ts_fresh, batch):
     from tensorflow_serving.apis import predict_pb2
     from tensorflow_serving.apis import prediction_service_pb2_grpc
 
-    from serving import tensor_codec
-    from serving.model_manager import ModelManager
-    from serving.server import ModelServer
+    from gnmt_tf.serving import tensor_codec
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.server import ModelServer
 
     server = ModelServer(ModelManager({"ts": str(ts_export_dir.parent)},
                                       poll_interval_s=0.0), port=0)
@@ -173,7 +173,7 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path,
     exports too: in-process parity, and the token counts toward the limit."""
     import tensorflow as tf
 
-    from export.savedmodel import export_savedmodel
+    from gnmt_tf.export.savedmodel import export_savedmodel
     from gnmt_tf.translator import SearchOptions
     from gnmt_tf.translator import Translator
 

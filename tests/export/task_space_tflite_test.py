@@ -284,7 +284,7 @@ def test_blocked_cache_searches_as_the_growing_one(ts_tflite,
 
 def test_cache_block_is_refused_where_it_cannot_apply(
         ts_model_dir, tiny_model_dir, tmp_path, capsys):
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.cli.main import main
 
     with pytest.raises(ValueError, match="no growing cache"):
@@ -379,7 +379,7 @@ def test_output_stops_at_the_model_limit(ts_tflite, ts_fixed_tflite,
 @pytest.mark.parametrize("quantization", ["dynamic_range", "float16"])
 def test_quantized_export_translates(ts_model_dir, ts_tflite_dir, tmp_path,
                                      quantization):
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
     paths = export_tflite(ts_model_dir, tmp_path, quantization)
@@ -403,8 +403,8 @@ def test_quantized_files_are_smaller():
     """The converter quantizes only weights of >= 1024 elements, and the
     tiny test model has none (its largest, the embedding, is 60 x 16): an
     untrained model with a wider FFN (16 x 128 kernels) shows the sizes."""
-    from export.tflite import convert
-    from task_space.task_space_transformer import TaskSpaceTransformer
+    from gnmt_tf.export.tflite import convert
+    from gnmt_tf.models.task_space.task_space_transformer import TaskSpaceTransformer
 
     model = TaskSpaceTransformer.from_preset(
         "transformer_tiny", vocabulary_size=60, intermediate_dim=128)
@@ -496,7 +496,7 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
     """The Johnson et al. baseline (no task space, `<2xx>` source token):
     `encode` takes the source ids only, the host prepends the token, and
     the default length limit accepts what `Translator` does."""
-    from export.tflite import export_tflite
+    from gnmt_tf.export.tflite import export_tflite
     from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.translator import Translator
 

@@ -87,7 +87,7 @@ def test_log_softmax_through_softmax_equals_log_softmax():
     import numpy as np
     import tensorflow as tf
 
-    from export.tflite import log_softmax_through_softmax
+    from gnmt_tf.export.tflite import log_softmax_through_softmax
 
     rng = np.random.default_rng(0)
     logits = np.stack([np.zeros(8000), rng.normal(0, 1, 8000),
@@ -109,7 +109,7 @@ def test_log_softmax_through_softmax_equals_log_softmax():
 
 
 def test_unknown_quantization():
-    from export.tflite import convert
+    from gnmt_tf.export.tflite import convert
 
     with pytest.raises(ValueError, match="unknown quantization"):
         convert(None, "int4")

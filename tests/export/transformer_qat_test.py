@@ -1,5 +1,5 @@
 """Quantization-aware training of the task-space Transformer
-(`export.transformer_qat`). (The QAT model's step against its full pass,
+(`gnmt_tf.models.task_space.qat`). (The QAT model's step against its full pass,
 and the int8 export against the QAT model: `tests/harness/model_family_test.py`,
 for every family with a QAT variant.)"""
 
@@ -19,7 +19,7 @@ def float_model(ts_model_dir):
 @pytest.fixture(scope="module")
 def batches(ts_model_dir, multiway_dir, float_model):
     """Five training batches of the directions the model was trained on."""
-    from export.transformer_qat import finetune_data
+    from gnmt_tf.models.task_space.qat import finetune_data
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.model_dir import read_config
     from gnmt_tf.text.subword import Subwords
@@ -37,8 +37,8 @@ def batches(ts_model_dir, multiway_dir, float_model):
 @pytest.fixture(scope="module")
 def qat_model(ts_model_dir, batches):
     """The float model restored into a QAT model, ranges calibrated."""
-    from export import quantization
-    from export.qat import load_qat_from_float
+    from gnmt_tf import quantization
+    from gnmt_tf.export.qat import load_qat_from_float
 
     model, _, _ = load_qat_from_float(ts_model_dir)
     quantization.init_weight_ranges(model)
@@ -49,7 +49,7 @@ def qat_model(ts_model_dir, batches):
 def test_quantizers(qat_model):
     import tensorflow_model_optimization as tfmot
 
-    from export import transformer_qat
+    from gnmt_tf.export import transformer_qat
 
     quantizers = tfmot.quantization.keras.quantizers
     layer = qat_model.decoder_layers[0]
@@ -80,8 +80,8 @@ def test_key_value_ranges_symmetric(qat_model):
 
 
 def test_restores_float_weights(qat_model, float_model):
-    from export import quantization
-    from export.qat import variables_by_name
+    from gnmt_tf import quantization
+    from gnmt_tf.export.qat import variables_by_name
 
     layers = {type(layer).__name__
               for layer in quantization.qat_layers(qat_model)}
@@ -131,7 +131,7 @@ def qat_dir(task_space):
 
 
 def test_qat_finetune_cli_writes_a_qat_model_dir(qat_dir, ts_model_dir):
-    from export.transformer_qat import QATTaskSpaceTransformer
+    from gnmt_tf.models.task_space.qat import QATTaskSpaceTransformer
     from gnmt_tf.model_dir import load_model
     from gnmt_tf.model_dir import read_config
 
@@ -144,7 +144,7 @@ def test_qat_finetune_cli_writes_a_qat_model_dir(qat_dir, ts_model_dir):
 
 
 def test_int8_export_stores_the_tied_table_once(task_space):
-    from export.tflite_tied_table import int8_table_tensors
+    from gnmt_tf.export.tflite_tied_table import int8_table_tensors
 
     out = task_space.int8_dir
     assert sorted(p.name for p in out.iterdir()) == [
@@ -159,7 +159,7 @@ def test_int8_export_stores_the_tied_table_once(task_space):
 def test_qat_finetune_rejects_qat_model_dir(ts_model_dir, tmp_path):
     import shutil
 
-    from export.qat import qat_finetune
+    from gnmt_tf.export.qat import qat_finetune
 
     qat_dir = tmp_path / "already_qat"
     shutil.copytree(ts_model_dir, qat_dir)

@@ -46,7 +46,7 @@ def _in_process(task_space):
 
 
 def test_xla_export_serves_the_plain_search(xla_export, task_space):
-    from export.savedmodel import METADATA_FILE
+    from gnmt_tf.export.savedmodel import METADATA_FILE
 
     metadata = json.loads(
         (xla_export / "assets.extra" / METADATA_FILE).read_text())
@@ -67,7 +67,7 @@ def test_xla_export_serves_the_plain_search(xla_export, task_space):
 
 
 def test_xla_export_uses_allowed_ops(xla_export):
-    from export import ops
+    from gnmt_tf.export import ops
 
     assert ops.disallowed_ops(xla_export) == []
 

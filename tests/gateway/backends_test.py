@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from gateway.backends import ALIGNMENT_OUTPUTS
-from gateway.backends import ALIGNMENT_SIGNATURE
-from gateway.backends import ServerBackend
+from gnmt_tf.gateway.backends import ALIGNMENT_OUTPUTS
+from gnmt_tf.gateway.backends import ALIGNMENT_SIGNATURE
+from gnmt_tf.gateway.backends import ServerBackend
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SENTENCES = ["A big dog runs.", "   ", "A small cat eats.",
@@ -32,7 +32,7 @@ def _forced_attention(model, source_ids, target_ids):
 
 
 def test_constants_match_the_export():
-    from export.savedmodel import ALIGNMENT_SIGNATURE as signature
+    from gnmt_tf.export.savedmodel import ALIGNMENT_SIGNATURE as signature
     from gnmt_tf.aligned_search import OUTPUTS
 
     assert ALIGNMENT_SIGNATURE == signature
@@ -72,7 +72,7 @@ def test_score_is_the_translators_log_prob_per_subword(tiny_model_dir):
     """With greedy search the Translator's score is the log-probability:
     the backend's score times the output length (end token included) is
     the Translator's score."""
-    from gateway.backends import ModelBackend
+    from gnmt_tf.gateway.backends import ModelBackend
     from gnmt_tf.translator import SearchOptions
     from gnmt_tf.translator import Translator
 
@@ -111,7 +111,7 @@ def test_model_backend_refuses_what_the_model_cannot_do(model_backend):
 def test_aligned_model_gives_the_head_probabilities(model_families):
     """An `AlignedTranslationModel`'s alignment is its head's, as
     `forced_alignment` computes it (task-space model, task inputs)."""
-    from gateway.backends import ModelBackend
+    from gnmt_tf.gateway.backends import ModelBackend
     from gnmt_tf.translator import SearchOptions
 
     translator = model_families("aligned_model").translator
@@ -158,7 +158,7 @@ def test_server_backend_equals_in_process(grpc_server, model_backend):
 def test_server_backend_without_the_signature_gives_text(grpc_server):
     """A served model without `translate_with_alignment` (an older
     export): text only, through `serving_default`."""
-    from serving.client import TranslationClient
+    from gnmt_tf.serving.client import TranslationClient
 
     client = TranslationClient(grpc_server.target, "gnmt")
     signatures = client.metadata()
@@ -176,7 +176,7 @@ def test_server_backend_without_the_signature_gives_text(grpc_server):
 
 _NO_TF = """
 import json, sys
-from gateway import Pipeline
+from gnmt_tf.gateway import Pipeline
 nmt = Pipeline.from_server(sys.argv[1], "gnmt", ["en", "de"])
 result = nmt.backend(["A big dog runs."], "en", "de")[0]
 html = nmt.translate_document("<p>A big dog runs.</p>", "en", "de",

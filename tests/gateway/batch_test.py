@@ -1,4 +1,4 @@
-"""`gnmt-tf translate-documents` (`gateway.batch`), end to end on the tiny
+"""`gnmt-tf translate-documents` (`gnmt_tf.gateway.batch`), end to end on the tiny
 en->de GNMT model: outputs equal the one-document pipeline's, failures are
 recorded without stopping the job, reruns redo only what changed."""
 
@@ -14,8 +14,8 @@ import warnings
 
 import pytest
 
-from gateway import batch
-from gateway.batch_cli import EXIT_SOME_FAILED
+from gnmt_tf.gateway import batch
+from gnmt_tf.gateway.batch_cli import EXIT_SOME_FAILED
 from gnmt_tf.cli.main import main
 
 HTML = ("<!DOCTYPE html>\n<html><head><title>A dog</title></head><body>"
@@ -89,7 +89,7 @@ def _manifest(folder):
 
 def test_outputs_equal_the_pipeline_and_failures_are_recorded(
         job, model_backend):
-    from gateway.pipelines import Pipeline
+    from gnmt_tf.gateway.pipelines import Pipeline
 
     folder, code, err = job
     assert code == EXIT_SOME_FAILED == 3
@@ -177,12 +177,12 @@ def test_rerun_rewrites_nothing_and_redoes_only_what_changed(
 
 def test_a_rerun_with_nothing_to_do_loads_no_model(copy, tiny_model_dir,
                                                   monkeypatch):
-    import gateway.cli
+    import gnmt_tf.gateway.cli
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded")
 
-    monkeypatch.setattr(gateway.cli, "make_pipeline", refuse)
+    monkeypatch.setattr(gnmt_tf.gateway.cli, "make_pipeline", refuse)
     for name in BAD:  # retried on every run, and through the model
         if name != "big.txt":  # refused before any model
             (copy / "docs" / name).unlink()

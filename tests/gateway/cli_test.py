@@ -83,10 +83,10 @@ def test_a_huge_line_is_refused_before_any_work(tiny_model_dir, tmp_path,
                                                 capsys, monkeypatch):
     """`translate --format text` on one 20,000-word line: refused by its
     word count, nothing normalised (it used to take ~100 s first)."""
-    import pipeline.pipeline
+    import gnmt_tf.pipeline.pipeline
 
     normalised = []
-    monkeypatch.setattr(pipeline.pipeline, "normalize_reversibly",
+    monkeypatch.setattr(gnmt_tf.pipeline.pipeline, "normalize_reversibly",
                         lambda *a: normalised.append(a))
     code, _ = _translate(tmp_path, "--model", tiny_model_dir, "--format",
                          "text", "--src-lang", "en", "--tgt-lang", "de",
@@ -98,7 +98,7 @@ def test_a_huge_line_is_refused_before_any_work(tiny_model_dir, tmp_path,
 
 
 def test_glossary_and_qe_flags(tiny_model_dir, tmp_path, capsys):
-    from gateway.pipelines import Pipeline
+    from gnmt_tf.gateway.pipelines import Pipeline
 
     glossary = tmp_path / "terms.tsv"
     glossary.write_text("dog\tHund\n", encoding="utf-8")
@@ -203,7 +203,7 @@ def test_the_parser_loads_no_pipeline_server_or_model_code():
             "parser = build_parser(); "
             "parser.parse_args(['gateway', '--model', 'x']); "
             "print(sorted(m for m in ('tensorflow', 'grpc', 'lingua', "
-            "'lxml', 'fastapi', 'gateway.pipelines', 'gateway.service') "
+            "'lxml', 'fastapi', 'gnmt_tf.gateway.pipelines', 'gnmt_tf.gateway.service') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True,
                          text=True, timeout=120)
@@ -226,7 +226,7 @@ def test_deeply_nested_html_keeps_all_its_text(tmp_path, capsys):
 
 
 def test_too_deep_html_is_one_line(tmp_path, capsys):
-    from pipeline.documents import MAX_NESTING_DEPTH
+    from gnmt_tf.pipeline.documents import MAX_NESTING_DEPTH
 
     document = "<span>" * 3000 + "A dog runs." + "</span>" * 3000
     code, out = _translate(tmp_path, *SHIPPED, document=document)

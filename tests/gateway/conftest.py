@@ -20,8 +20,8 @@ def search():
 
 @pytest.fixture(scope="session")
 def model_backend(tiny_model_dir):
-    """`gateway.backends.ModelBackend` of the tiny en->de model."""
-    from gateway.backends import ModelBackend
+    """`gnmt_tf.gateway.backends.ModelBackend` of the tiny en->de model."""
+    from gnmt_tf.gateway.backends import ModelBackend
     from gnmt_tf.translator import SearchOptions
 
     return ModelBackend.from_model_dir(tiny_model_dir, SearchOptions(**SEARCH))
@@ -31,9 +31,9 @@ def model_backend(tiny_model_dir):
 def grpc_server(model_families):
     """A local `gnmt-tf serve` server (gRPC on a free port) serving the tiny
     model's SavedModel as "gnmt"."""
-    from serving.client import TranslationClient
-    from serving.model_manager import ModelManager
-    from serving.server import ModelServer
+    from gnmt_tf.serving.client import TranslationClient
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.server import ModelServer
 
     export = model_families("gnmt").savedmodel
     manager = ModelManager({MODEL_NAME: str(export.parent)},

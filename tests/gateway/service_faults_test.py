@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from gateway.pipelines import Pipeline
-from gateway.service import GatewayServer
+from gnmt_tf.gateway.pipelines import Pipeline
+from gnmt_tf.gateway.service import GatewayServer
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 EN = "A man rides his bicycle along the river on a sunny morning."
@@ -24,7 +24,7 @@ AR = "رجل يركب دراجته على طول النهر في صباح مشم
 
 class FakeBackend:
     """Translates to "<src>-><tgt>: SENTENCE", `delay_s` a call (as a
-    `gateway.backends` backend); records each call's sentences and
+    `gnmt_tf.gateway.backends` backend); records each call's sentences and
     direction."""
 
     def __init__(self, delay_s=0.0, batch_size=32, max_sentence_length=250):
@@ -140,11 +140,11 @@ def test_a_huge_sentence_is_refused_before_any_work(fake, monkeypatch):
     """One 20,000-word line used to cost ~100 s of CPU (a quadratic
     alignment in normalisation) before the model's length check refused
     it; the word count refuses it first, with nothing normalised."""
-    import pipeline.pipeline
+    import gnmt_tf.pipeline.pipeline
 
     server, backend = fake
     normalised = []
-    monkeypatch.setattr(pipeline.pipeline, "normalize_reversibly",
+    monkeypatch.setattr(gnmt_tf.pipeline.pipeline, "normalize_reversibly",
                         lambda *a: normalised.append(a) or None)
     backend.calls.clear()
     status, out = call(server.url, {"text": "word " * 20_000,

@@ -8,8 +8,8 @@ import urllib.request
 import pytest
 from lxml import html as lxml_html
 
-from gateway.pipelines import Pipeline
-from gateway.service import GatewayServer
+from gnmt_tf.gateway.pipelines import Pipeline
+from gnmt_tf.gateway.service import GatewayServer
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 HTML = ("<html><body><h1>A big dog runs.</h1>"

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from gnmt_tf.batch_pipeline import BatchPipeline, OutOfMemory, Work
+from gnmt_tf.batch_decoding import BatchPipeline, OutOfMemory, Work
 
 
 class ScriptedStages:

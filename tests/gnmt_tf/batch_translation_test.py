@@ -3,7 +3,7 @@ translations as plain `translate`, cut translations redone, CLI."""
 
 import pytest
 
-from gnmt_tf.batch_pipeline import BatchPipeline
+from gnmt_tf.batch_decoding import BatchPipeline
 from gnmt_tf.batch_translation import TranslationStages
 from gnmt_tf.cli.main import main as cli_main
 from gnmt_tf.translator import SearchOptions, Translator

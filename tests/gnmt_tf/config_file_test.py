@@ -8,7 +8,7 @@ import pytest
 from gnmt_tf.cli.main import main
 from gnmt_tf.config import split_overrides
 from gnmt_tf.config_file import layered, read_settings
-from gnmt_tf.presets import get_preset
+from gnmt_tf.models.gnmt.presets import get_preset
 
 
 def test_yaml_values_read_as_set_would_spell_them(tmp_path):
@@ -71,9 +71,9 @@ def _capture(monkeypatch, module, name):
 
 
 def test_train_takes_a_config_file(tmp_path, monkeypatch, capsys):
-    from gnmt_tf.training import trainer
+    from gnmt_tf.models.gnmt import training
 
-    calls = _capture(monkeypatch, trainer, "train_gnmt")
+    calls = _capture(monkeypatch, training, "train_gnmt")
     path = tmp_path / "run.yaml"
     path.write_text("hidden_dim: 24\ntrain_steps: 50\nbleu_every: 5\n")
     with pytest.raises(SystemExit):
@@ -94,7 +94,7 @@ def test_train_takes_a_config_file(tmp_path, monkeypatch, capsys):
 
 
 def test_task_space_train_takes_a_config_file(tmp_path, monkeypatch):
-    from task_space import training
+    from gnmt_tf.models.task_space import training
 
     calls = _capture(monkeypatch, training, "train_task_space")
     path = tmp_path / "run.yaml"

@@ -1,7 +1,7 @@
 import pytest
 
 from gnmt_tf.config import GNMTConfig, TrainConfig, apply_overrides, split_overrides
-from gnmt_tf.presets import PRESETS, get_preset
+from gnmt_tf.models.gnmt.presets import PRESETS, get_preset
 
 
 def test_overrides_convert_types():

@@ -1,4 +1,4 @@
-"""`gnmt_tf.host_search.beam_search` against the in-graph beam search on the
+"""`gnmt_tf.decoding.host_beam_search.beam_search` against the in-graph beam search on the
 toy decoder of `tests/gnmt_tf/decoding/conftest.py`, pruning included."""
 
 import numpy as np
@@ -8,7 +8,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf import host_search
+from gnmt_tf.decoding import host_beam_search as host_search
 from gnmt_tf.decoding import beam_search
 from tests.gnmt_tf.decoding.conftest import END_ID, ToyModel
 

@@ -22,8 +22,8 @@ def test_classes_load(name):
 
 
 def test_presets_match_the_preset_modules():
-    from gnmt_tf.presets import PRESETS
-    from task_space.presets import TRANSFORMER_PRESETS
+    from gnmt_tf.models.gnmt.presets import PRESETS
+    from gnmt_tf.models.task_space.presets import TRANSFORMER_PRESETS
 
     assert set(model_types.get_model_type("gnmt").presets) == set(PRESETS)
     assert set(model_types.get_model_type(

@@ -159,7 +159,7 @@ def test_cli_lists_and_translates_by_name(name, tmp_path, capsys):
 
 def test_qat_finetune_starts_from_a_shipped_name(shipped_dir, monkeypatch,
                                                  tmp_path, toy_data_dir):
-    from export.qat import qat_finetune
+    from gnmt_tf.export.qat import qat_finetune
 
     monkeypatch.setattr(pretrained, "PRETRAINED_DIR", shipped_dir)
     qat_finetune("tiny-en-de", tmp_path / "qat", toy_data_dir, steps=2,
@@ -177,7 +177,7 @@ def test_a_shipped_alignment_head_aligns_better_than_attention(name,
     """Against fast_align links of held-out test_2016_flickr pairs, the
     shipped head's alignment error is below its model's raw attention's
     (as `alignment_head.json` records for the whole split)."""
-    from alignment import head_files, head_training
+    from gnmt_tf.alignment import head_files, head_training
     from gnmt_tf.data import corpus
 
     def read(split, lang, count):

@@ -36,8 +36,8 @@ def _last_layer_mean(model, attention):
 
 
 def _aligned(model):
-    from alignment.aligned_model import AlignedTranslationModel
-    from alignment.conv_alignment_head import ConvAlignmentHead
+    from gnmt_tf.alignment.aligned_model import AlignedTranslationModel
+    from gnmt_tf.alignment.conv_alignment_head import ConvAlignmentHead
 
     return AlignedTranslationModel(
         model, ConvAlignmentHead(filters=(8, 8), name="alignment_head"))
@@ -263,8 +263,8 @@ class FamilyArtifacts:
             return path
         import dataclasses
 
-        from export.savedmodel import TranslationModule
-        from export.savedmodel import save_module
+        from gnmt_tf.export.savedmodel import TranslationModule
+        from gnmt_tf.export.savedmodel import save_module
 
         options = SearchOptions(**{k: settings[k] for k in (
             "beam_size", "length_penalty", "coverage_penalty")})
@@ -293,10 +293,10 @@ class FamilyArtifacts:
     def fresh(self):
         """What a fresh Python process sees of the SavedModel: a dict, see
         `savedmodel_probe.py`."""
-        from export.ops import list_ops
-        from export.ops import read_allowlist
-        from export.savedmodel import METADATA_FILE
-        from export.savedmodel import WARMUP_FILE
+        from gnmt_tf.export.ops import list_ops
+        from gnmt_tf.export.ops import read_allowlist
+        from gnmt_tf.export.savedmodel import METADATA_FILE
+        from gnmt_tf.export.savedmodel import WARMUP_FILE
 
         path = self.savedmodel
         extra = path / "assets.extra"
@@ -336,10 +336,10 @@ class FamilyArtifacts:
             return out
         import shutil
 
-        from export.tflite import METADATA_FILE
-        from export.tflite import convert
-        from export.host_metadata import export_lengths
-        from export.host_metadata import export_metadata
+        from gnmt_tf.export.tflite import METADATA_FILE
+        from gnmt_tf.export.tflite import convert
+        from gnmt_tf.export.host_metadata import export_lengths
+        from gnmt_tf.export.host_metadata import export_metadata
 
         lengths = export_lengths(self.model, options.get("max_source_length"),
                                  options.get("max_target_length"))

@@ -39,8 +39,8 @@ def test_qat_dir_exports_its_weights_as_a_float_model(qat_family, tmp_path):
     model's fine-tuned weights without its fake quantization, so the
     float32 file searches as a `Translator` of those weights does, and
     ``dynamic_range`` stores them as int8."""
-    from export.qat import load_float_from_qat, variables_by_name
-    from export.tflite import int8_report
+    from gnmt_tf.export.qat import load_float_from_qat, variables_by_name
+    from gnmt_tf.export.tflite import int8_report
     from gnmt_tf.tflite_translator import TFLiteTranslator
     from gnmt_tf.translator import Translator
     from model_families import _cli
@@ -204,9 +204,9 @@ def test_savedmodel_rejects_bad_requests(family):
 
 
 def test_savedmodel_uses_only_allowed_ops(family):
-    """Every op of the export is in `export/allowed_ops.txt` (servable by
+    """Every op of the export is in `gnmt_tf/export/allowed_ops.txt` (servable by
     a stock model server)."""
-    from export.ops import disallowed_ops
+    from gnmt_tf.export.ops import disallowed_ops
 
     assert disallowed_ops(family.savedmodel) == []
 
@@ -275,7 +275,7 @@ def test_int8_tflite_matches_qat_model(qat_family):
     requests = qat_family.family.requests
     translator, int8 = qat_family.qat_translator, qat_family.int8
     # One sentence per `encode` call: an int8 encoder's states depend on the
-    # other sentences of its batch (export/tflite.py `convert`).
+    # other sentences of its batch (gnmt_tf/export/tflite.py `convert`).
     assert int8.runtime.encode_batch_size == 1
     eos = int8.eos_id
     rows, scores = [], []

@@ -5,7 +5,7 @@ scores of given outputs, exhaustive search, and tolerances."""
 import numpy as np
 
 # TFLite's int8 LogSoftmax writes log-probabilities on a grid of 1/16 nat
-# (export.tflite, int8): the int8 model's quantization step at its output.
+# (gnmt_tf.export.tflite, int8): the int8 model's quantization step at its output.
 INT8_LOG_PROB_STEP = 1.0 / 16
 
 

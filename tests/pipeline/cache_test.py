@@ -1,8 +1,8 @@
 import pytest
 
-from pipeline.cache import ENTRY_OVERHEAD
-from pipeline.cache import Task
-from pipeline.cache import TranslationCache
+from gnmt_tf.pipeline.cache import ENTRY_OVERHEAD
+from gnmt_tf.pipeline.cache import Task
+from gnmt_tf.pipeline.cache import TranslationCache
 
 
 def test_keyed_by_text_task_and_model_version():

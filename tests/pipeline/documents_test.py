@@ -6,14 +6,14 @@ import pytest
 from lxml import etree
 from lxml import html as lxml_html
 
-from pipeline.documents import MAX_NESTING_DEPTH
-from pipeline.documents import DocumentError
-from pipeline.documents import HtmlDocument
-from pipeline.documents import MalformedHTMLWarning
-from pipeline.documents import PlaceholderWarning
-from pipeline.documents import TextDocument
-from pipeline.documents import read_document
-from pipeline.documents import translate_document
+from gnmt_tf.pipeline.documents import MAX_NESTING_DEPTH
+from gnmt_tf.pipeline.documents import DocumentError
+from gnmt_tf.pipeline.documents import HtmlDocument
+from gnmt_tf.pipeline.documents import MalformedHTMLWarning
+from gnmt_tf.pipeline.documents import PlaceholderWarning
+from gnmt_tf.pipeline.documents import TextDocument
+from gnmt_tf.pipeline.documents import read_document
+from gnmt_tf.pipeline.documents import translate_document
 
 _TOKEN = re.compile(r"(</?g\d+>|<x\d+/>)")
 

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from pipeline.edits import apply_edits
+from gnmt_tf.pipeline.edits import apply_edits
 
 
 def test_replacements_and_insertions():

@@ -1,6 +1,6 @@
 import pytest
 
-from pipeline.glossary import (Glossary, GlossaryError, GlossaryFile,
+from gnmt_tf.pipeline.glossary import (Glossary, GlossaryError, GlossaryFile,
                                as_glossary)
 
 TSV = ("# term base\n"

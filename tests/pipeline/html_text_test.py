@@ -1,4 +1,4 @@
-"""`pipeline.html_text.lost_text`: the text of an HTML document that a
+"""`gnmt_tf.pipeline.html_text.lost_text`: the text of an HTML document that a
 parse did not keep, found by a reading without a tree; never a false
 alarm on what the parse keeps."""
 
@@ -6,9 +6,9 @@ import warnings
 
 import pytest
 
-from pipeline.documents import HtmlDocument
-from pipeline.documents import MalformedHTMLWarning
-from pipeline.html_text import lost_text
+from gnmt_tf.pipeline.documents import HtmlDocument
+from gnmt_tf.pipeline.documents import MalformedHTMLWarning
+from gnmt_tf.pipeline.html_text import lost_text
 
 
 def test_missing_text_is_named():

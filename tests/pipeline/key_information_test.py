@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from pipeline.edits import apply_edits
-from pipeline.glossary import Glossary
-from pipeline.key_information import KeyInformation
-from pipeline.placeholder_mapping import HashPlaceholderMasker
-from pipeline.results import SentenceResult
+from gnmt_tf.pipeline.edits import apply_edits
+from gnmt_tf.pipeline.glossary import Glossary
+from gnmt_tf.pipeline.key_information import KeyInformation
+from gnmt_tf.pipeline.placeholder_mapping import HashPlaceholderMasker
+from gnmt_tf.pipeline.results import SentenceResult
 
 
 def _restore(ki, source, result):

@@ -3,12 +3,12 @@ import time
 
 import pytest
 
-from pipeline.language_id import UNDETERMINED
-from pipeline.language_id import Detection
-from pipeline.language_id import LanguageDetector
-from pipeline.language_id import UnsupportedLanguageError
-from pipeline.language_id import check_language
-from pipeline.language_id import parse_languages
+from gnmt_tf.pipeline.language_id import UNDETERMINED
+from gnmt_tf.pipeline.language_id import Detection
+from gnmt_tf.pipeline.language_id import LanguageDetector
+from gnmt_tf.pipeline.language_id import UnsupportedLanguageError
+from gnmt_tf.pipeline.language_id import check_language
+from gnmt_tf.pipeline.language_id import parse_languages
 
 LANGUAGES = ["en", "de", "fr", "cs"]
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from pipeline.markup import (MarkupError, count_elements, restore_markup,
+from gnmt_tf.pipeline.markup import (MarkupError, count_elements, restore_markup,
                              strip_markup)
 
 _TAG = re.compile(r"<(/?)g(\d+)>|<x(\d+)/>")

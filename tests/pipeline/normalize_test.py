@@ -1,8 +1,8 @@
 import pytest
 
-from pipeline.normalize import clean_whitespace
-from pipeline.normalize import normalize
-from pipeline.normalize import normalize_reversibly
+from gnmt_tf.pipeline.normalize import clean_whitespace
+from gnmt_tf.pipeline.normalize import normalize
+from gnmt_tf.pipeline.normalize import normalize_reversibly
 
 
 def test_nfc_controls_and_whitespace():
@@ -71,7 +71,7 @@ def test_the_dot_run_rule_searches_from_run_starts(monkeypatch):
     """sacremoses' `(\\.+)"` rule, retried by `re.sub` from every dot of a
     run, is quadratic (20,000 dots: seconds); its replacement tries each
     run once."""
-    from pipeline import normalize as module
+    from gnmt_tf.pipeline import normalize as module
 
     searches = []
     rule = module._DotRunRule(*next(iter(
@@ -96,7 +96,7 @@ def test_reversible_normalisation_is_linear(monkeypatch):
     pieces between words are compared one gap at a time."""
     import difflib
 
-    from pipeline import normalize as module
+    from gnmt_tf.pipeline import normalize as module
 
     def refuse(*args, **kwargs):
         raise AssertionError("difflib used")

@@ -5,13 +5,13 @@ import warnings
 import numpy as np
 import pytest
 
-from pipeline.cache import TranslationCache
-from pipeline.documents import DocumentError
-from pipeline.glossary import GlossaryError
-from pipeline.language_id import UnsupportedLanguageError
-from pipeline.pipeline import LowQualityWarning, Pipeline
-from pipeline.quality import QualityModel
-from pipeline.results import SentenceResult
+from gnmt_tf.pipeline.cache import TranslationCache
+from gnmt_tf.pipeline.documents import DocumentError
+from gnmt_tf.pipeline.glossary import GlossaryError
+from gnmt_tf.pipeline.language_id import UnsupportedLanguageError
+from gnmt_tf.pipeline.pipeline import LowQualityWarning, Pipeline
+from gnmt_tf.pipeline.quality import QualityModel
+from gnmt_tf.pipeline.results import SentenceResult
 
 LANGUAGES = ["en", "de", "fr", "cs"]
 

@@ -4,10 +4,10 @@ import sys
 
 import pytest
 
-from pipeline.cache import TranslationCache
-from pipeline.documents import DocumentError
-from pipeline.language_id import UnsupportedLanguageError
-from pipeline.pipeline import Pipeline
+from gnmt_tf.pipeline.cache import TranslationCache
+from gnmt_tf.pipeline.documents import DocumentError
+from gnmt_tf.pipeline.language_id import UnsupportedLanguageError
+from gnmt_tf.pipeline.pipeline import Pipeline
 
 _TOKEN = re.compile(r"(</?g\d+>|<x\d+/>)")
 LANGUAGES = ["en", "de", "fr", "cs"]
@@ -95,7 +95,7 @@ def test_translate_returning_the_wrong_count():
 
 
 def test_no_tensorflow_is_imported():
-    code = ("import sys, pipeline.pipeline, pipeline.cli; "
+    code = ("import sys, gnmt_tf.pipeline.pipeline, gnmt_tf.pipeline.cli; "
             "bad = [m for m in ('tensorflow', 'gnmt_tf', 'grpc') "
             "if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     result = subprocess.run([sys.executable, "-c", code],
@@ -132,7 +132,7 @@ def test_mixed_languages_are_translated_each_from_its_own():
 
 
 def test_unknown_script_is_left_alone_or_flagged():
-    from pipeline.pipeline import UnknownScriptWarning
+    from gnmt_tf.pipeline.pipeline import UnknownScriptWarning
 
     model = FakeModel()
     arabic = "رجل يركب دراجته على طول النهر."
@@ -151,7 +151,7 @@ def test_unknown_script_is_left_alone_or_flagged():
 
 
 def test_sentences_too_long_are_refused_before_any_work():
-    from pipeline.limits import SentenceTooLongError
+    from gnmt_tf.pipeline.limits import SentenceTooLongError
 
     model = FakeModel()
     pipeline = Pipeline(model, LANGUAGES, max_sentence_length=5)
@@ -169,8 +169,8 @@ def test_sentences_too_long_are_refused_before_any_work():
 
 
 def test_cancellation_stops_between_calls():
-    from pipeline.cancellation import Cancellation
-    from pipeline.cancellation import Cancelled
+    from gnmt_tf.pipeline.cancellation import Cancellation
+    from gnmt_tf.pipeline.cancellation import Cancelled
 
     cancellation = Cancellation()
     model = FakeModel()

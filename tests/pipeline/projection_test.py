@@ -1,7 +1,7 @@
 import numpy as np
 
-from pipeline.projection import WordAlignment, word_scores
-from pipeline.results import SentenceResult
+from gnmt_tf.pipeline.projection import WordAlignment, word_scores
+from gnmt_tf.pipeline.results import SentenceResult
 
 
 def _result(target, source_pieces, target_pieces, matrix):

@@ -3,10 +3,10 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.quality import (QualityModel, attention_features,
+from gnmt_tf.pipeline.quality import (QualityModel, attention_features,
                               document_score, features,
                               round_trip_agreement)
-from pipeline.results import SentenceResult
+from gnmt_tf.pipeline.results import SentenceResult
 
 
 def _result(matrix):

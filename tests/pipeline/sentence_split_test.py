@@ -1,10 +1,10 @@
 import pytest
 import sentencex
 
-from serving import request_batching
-from pipeline.sentence_split import ORDINARY_WORDS
-from pipeline.sentence_split import split_document
-from pipeline.sentence_split import split_sentences
+from gnmt_tf.serving import request_batching
+from gnmt_tf.pipeline.sentence_split import ORDINARY_WORDS
+from gnmt_tf.pipeline.sentence_split import split_document
+from gnmt_tf.pipeline.sentence_split import split_sentences
 
 
 @pytest.mark.parametrize("language", ["en", "de", "cs", None])

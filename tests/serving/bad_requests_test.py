@@ -6,11 +6,11 @@ import threading
 import grpc
 import pytest
 
-from serving import tensor_codec
-from serving.batching_config import BatchingParameters
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
-from serving.validation import RequestLimits
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving.validation import RequestLimits
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 

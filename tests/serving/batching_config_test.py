@@ -1,8 +1,8 @@
 import pytest
 
-from serving.batching_config import BatchingParameters
-from serving.batching_config import TextProtoError
-from serving.batching_config import parse_text_proto
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.batching_config import TextProtoError
+from gnmt_tf.serving.batching_config import parse_text_proto
 
 EXAMPLE = """
 # TF Serving batching parameters

@@ -12,10 +12,10 @@ import pytest
 from google.protobuf import text_format
 
 from gnmt_tf.cli.main import main
-from serving.batching_config import BatchingParameters
-from serving.client import TranslationClient
-from serving import server_config
-from serving.protos import model_server_config_pb2
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.client import TranslationClient
+from gnmt_tf.serving import server_config
+from gnmt_tf.serving.protos import model_server_config_pb2
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -114,7 +114,7 @@ def test_serve_reads_model_and_monitoring_config_files(make_base, tmp_path):
     from grpc_health.v1 import health_pb2
     from grpc_health.v1 import health_pb2_grpc
 
-    from serving.model_manager import VersionPolicy
+    from gnmt_tf.serving.model_manager import VersionPolicy
 
     config = tmp_path / "models.config"
     config.write_text(server_config.model_config_text([
@@ -219,8 +219,8 @@ def test_port_in_use_fails_at_once_with_one_line(make_base):
 
 
 def test_server_binds_before_loading_models(tmp_path):
-    from serving.model_manager import ModelManager
-    from serving.server import ModelServer
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.server import ModelServer
 
     (tmp_path / "m" / "1").mkdir(parents=True)
     (tmp_path / "m" / "1" / "saved_model.pb").write_bytes(b"")

@@ -8,23 +8,23 @@ import textwrap
 import grpc
 import pytest
 
-from serving import tensor_codec
-from serving.client import PartialTranslationError
-from serving.client import TranslationClient
-from serving.client import TranslationError
-from serving.client import translate_lines
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.client import PartialTranslationError
+from gnmt_tf.serving.client import TranslationClient
+from gnmt_tf.serving.client import TranslationError
+from gnmt_tf.serving.client import translate_lines
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
 
 
 def test_client_imports_without_tensorflow():
     code = textwrap.dedent("""
         import sys
-        import serving.client, serving.cli
+        import gnmt_tf.serving.client, gnmt_tf.serving.cli
         assert "tensorflow.python" not in sys.modules, "TF was imported"
         assert "tensorflow" not in sys.modules
         import tensorflow as tf  # the real package still loads afterwards
-        from serving.protos import tensor_pb2
+        from gnmt_tf.serving.protos import tensor_pb2
         assert type(tf.make_tensor_proto(["a"])) is tensor_pb2.TensorProto
         print("ok")
     """)

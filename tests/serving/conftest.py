@@ -19,12 +19,12 @@ import threading
 
 import pytest
 
-from serving.batching_config import BatchingParameters
-from serving.model_manager import ModelManager
-from serving.model_manager import VersionPolicy
-from serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
-from serving.server import ModelServer
-from serving.validation import RequestLimits
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.model_manager import ModelManager
+from gnmt_tf.serving.model_manager import VersionPolicy
+from gnmt_tf.serving.request_runner import DEFAULT_MAX_ROWS_PER_RUN
+from gnmt_tf.serving.server import ModelServer
+from gnmt_tf.serving.validation import RequestLimits
 
 METRICS_PATH = "/monitoring/prometheus/metrics"
 
@@ -96,7 +96,7 @@ def write_warmup(path, requests):
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_log_pb2
 
-    from serving.model_manager import WARMUP_FILE
+    from gnmt_tf.serving.model_manager import WARMUP_FILE
 
     os.makedirs(os.path.dirname(os.path.join(path, WARMUP_FILE)),
                 exist_ok=True)

@@ -8,12 +8,12 @@ import grpc
 import numpy as np
 import pytest
 
-from serving import tensor_codec
-from serving.model_manager import LoadedModel
-from serving.protos import meta_graph_pb2
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
-from serving.protos import types_pb2
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.model_manager import LoadedModel
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving.protos import types_pb2
 
 SECONDS_PER_ROW = 0.05
 

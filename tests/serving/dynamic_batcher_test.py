@@ -4,13 +4,13 @@ import time
 import numpy as np
 import pytest
 
-from serving.batching_config import BatchingParameters
-from serving.dynamic_batcher import BatchInputError
-from serving.dynamic_batcher import BatcherStoppedError
-from serving.dynamic_batcher import DeadlineExceededError
-from serving.dynamic_batcher import DynamicBatcher
-from serving.dynamic_batcher import QueueFullError
-from serving.dynamic_batcher import TaskTooLargeError
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.dynamic_batcher import BatchInputError
+from gnmt_tf.serving.dynamic_batcher import BatcherStoppedError
+from gnmt_tf.serving.dynamic_batcher import DeadlineExceededError
+from gnmt_tf.serving.dynamic_batcher import DynamicBatcher
+from gnmt_tf.serving.dynamic_batcher import QueueFullError
+from gnmt_tf.serving.dynamic_batcher import TaskTooLargeError
 
 
 def strings(*values):

@@ -9,9 +9,9 @@ import pytest
 from grpc_health.v1 import health_pb2
 from grpc_health.v1 import health_pb2_grpc
 
-from serving.model_manager import LoadedModel
-from serving.protos import meta_graph_pb2
-from serving.protos import types_pb2
+from gnmt_tf.serving.model_manager import LoadedModel
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import types_pb2
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

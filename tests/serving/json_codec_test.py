@@ -5,11 +5,11 @@ import base64
 import numpy as np
 import pytest
 
-from serving import json_codec
-from serving import tensor_codec
-from serving.protos import meta_graph_pb2
-from serving.protos import types_pb2
-from serving.validation import InvalidRequest
+from gnmt_tf.serving import json_codec
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import types_pb2
+from gnmt_tf.serving.validation import InvalidRequest
 
 
 def _signature(**inputs):

@@ -1,7 +1,7 @@
 import pytest
 
-from serving.load_retry import LoadRetry
-from serving.load_retry import folder_fingerprint
+from gnmt_tf.serving.load_retry import LoadRetry
+from gnmt_tf.serving.load_retry import folder_fingerprint
 
 
 def test_back_off_doubles_up_to_the_maximum():

@@ -4,8 +4,8 @@ import threading
 import numpy as np
 import pytest
 
-from serving.memory import can_release_memory
-from serving.memory import release_free_memory
+from gnmt_tf.serving.memory import can_release_memory
+from gnmt_tf.serving.memory import release_free_memory
 
 
 def _rss_mb():

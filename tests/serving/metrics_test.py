@@ -5,11 +5,11 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving import tensor_codec
-from serving.metrics import NOT_SERVED
-from serving.metrics import ServingMetrics
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.metrics import NOT_SERVED
+from gnmt_tf.serving.metrics import ServingMetrics
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
 
 METRICS_PATH = "/monitoring/prometheus/metrics"
 REQUESTS = "gnmt_tf_serving_requests_total"
@@ -99,8 +99,8 @@ def test_model_label_is_bounded():
 
 
 def test_monitoring_path_needs_the_rest_port():
-    from serving.model_manager import ModelManager
-    from serving.server import ModelServer
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.server import ModelServer
 
     with pytest.raises(ValueError, match="needs rest_port"):
         ModelServer(ModelManager({}), monitoring_path=METRICS_PATH)

@@ -1,7 +1,7 @@
 import pytest
 
-from serving.model_errors import MAX_MESSAGE_CHARS
-from serving.model_errors import describe_model_error
+from gnmt_tf.serving.model_errors import MAX_MESSAGE_CHARS
+from gnmt_tf.serving.model_errors import describe_model_error
 
 
 class FakeTFError(Exception):

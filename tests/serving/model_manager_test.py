@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from serving.client import TranslationClient
-from serving.client import TranslationError
-from serving.model_manager import VersionPolicy
-from serving.model_manager import list_versions
-from serving.model_manager import wait_until_served
+from gnmt_tf.serving.client import TranslationClient
+from gnmt_tf.serving.client import TranslationError
+from gnmt_tf.serving.model_manager import VersionPolicy
+from gnmt_tf.serving.model_manager import list_versions
+from gnmt_tf.serving.model_manager import wait_until_served
 
 
 def test_version_policy():
@@ -192,8 +192,8 @@ def test_version_no_longer_wanted_stops_retrying(start_server, make_base,
 
 def _fake_loader(path):
     """A model (no TensorFlow) returning `text` as it is."""
-    from serving.model_manager import LoadedModel
-    from serving.protos import meta_graph_pb2
+    from gnmt_tf.serving.model_manager import LoadedModel
+    from gnmt_tf.serving.protos import meta_graph_pb2
 
     return LoadedModel({"serving_default": meta_graph_pb2.SignatureDef()},
                        {"serving_default": lambda inputs: dict(inputs)})
@@ -209,7 +209,7 @@ def _versions(root, name, versions):
 def test_per_model_policies_listeners_and_run_observers(tmp_path):
     import numpy as np
 
-    from serving.model_manager import ModelManager
+    from gnmt_tf.serving.model_manager import ModelManager
 
     manager = ModelManager(
         {"a": _versions(tmp_path, "a", (1, 2, 3)),

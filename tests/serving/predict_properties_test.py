@@ -22,11 +22,11 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from serving import tensor_codec
-from serving.client import TranslationClient
-from serving.client import TranslationError
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.client import TranslationClient
+from gnmt_tf.serving.client import TranslationError
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
 
 EXPECTED_CODES = frozenset({
     grpc.StatusCode.INVALID_ARGUMENT,    # bad input, over a limit

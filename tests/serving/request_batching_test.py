@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from serving import request_batching as rb
+from gnmt_tf.serving import request_batching as rb
 
 
 def test_plan_dedupes_sorts_and_packs():

@@ -12,13 +12,13 @@ import grpc
 import numpy as np
 import pytest
 
-from serving import tensor_codec
-from serving.batching_config import BatchingParameters
-from serving.model_manager import LoadedModel
-from serving.protos import meta_graph_pb2
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
-from serving.protos import types_pb2
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.model_manager import LoadedModel
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving.protos import types_pb2
 
 SENTENCES = ["ein Haus", "zwei Häuser", "Grüße", "x" * 200]
 

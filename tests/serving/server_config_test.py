@@ -2,9 +2,9 @@
 
 import pytest
 
-from serving import server_config
-from serving.model_manager import VersionPolicy
-from serving.server_config import ModelConfig
+from gnmt_tf.serving import server_config
+from gnmt_tf.serving.model_manager import VersionPolicy
+from gnmt_tf.serving.server_config import ModelConfig
 
 MODELS = """
 model_config_list {

@@ -7,17 +7,17 @@ import grpc
 import numpy as np
 import pytest
 
-from serving import tensor_codec
-from serving.batching_config import BatchingParameters
-from serving.client import TranslationClient
-from serving.model_manager import LoadedModel
-from serving.protos import get_model_metadata_pb2
-from serving.protos import get_model_status_pb2
-from serving.protos import meta_graph_pb2
-from serving.protos import model_service_pb2_grpc
-from serving.protos import predict_pb2
-from serving.protos import prediction_service_pb2_grpc
-from serving.protos import types_pb2
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.batching_config import BatchingParameters
+from gnmt_tf.serving.client import TranslationClient
+from gnmt_tf.serving.model_manager import LoadedModel
+from gnmt_tf.serving.protos import get_model_metadata_pb2
+from gnmt_tf.serving.protos import get_model_status_pb2
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import model_service_pb2_grpc
+from gnmt_tf.serving.protos import predict_pb2
+from gnmt_tf.serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.serving.protos import types_pb2
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND

@@ -1,7 +1,7 @@
 """`gnmt-tf translate --server` with search flags, against the local server.
 
 The "searchable" toy SavedModel has the two text signatures of a GNMT export
-(`export.savedmodel`): `serving_default` (`text`) and `translate_with_options`
+(`gnmt_tf.export.savedmodel`): `serving_default` (`text`) and `translate_with_options`
 (`text` + scalar `beam_size`, `length_penalty`, `coverage_penalty`, beam
 sizes 1, 2, 4 and 5 only). Its translations say which one ran, with what.
 """

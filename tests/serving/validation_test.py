@@ -3,12 +3,12 @@
 
 import pytest
 
-from serving import tensor_codec
-from serving.protos import meta_graph_pb2
-from serving.protos import types_pb2
-from serving.validation import InvalidRequest
-from serving.validation import RequestLimits
-from serving.validation import decode_inputs
+from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.protos import meta_graph_pb2
+from gnmt_tf.serving.protos import types_pb2
+from gnmt_tf.serving.validation import InvalidRequest
+from gnmt_tf.serving.validation import RequestLimits
+from gnmt_tf.serving.validation import decode_inputs
 
 KEYS = ("text", "src_lang", "tgt_lang", "tags")
 

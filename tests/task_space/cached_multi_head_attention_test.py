@@ -1,4 +1,4 @@
-"""Tests for task_space.cached_multi_head_attention."""
+"""Tests for gnmt_tf.models.task_space.cached_multi_head_attention."""
 
 import numpy as np
 
@@ -6,8 +6,8 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.cached_multi_head_attention import CachedMultiHeadAttention
-from task_space.cached_multi_head_attention import one_query_products
+from gnmt_tf.models.task_space.cached_multi_head_attention import CachedMultiHeadAttention
+from gnmt_tf.models.task_space.cached_multi_head_attention import one_query_products
 
 
 def test_shapes_and_mask():

@@ -1,4 +1,4 @@
-"""Tests for task_space.cli: discovery, hooks, early argument errors."""
+"""Tests for gnmt_tf.cli.task_space: discovery, hooks, early argument errors."""
 
 import argparse
 import subprocess
@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from task_space import cli
+from gnmt_tf.cli import task_space as cli
 
 
 def test_cli_module_is_light_and_the_model_type_is_declared():
-    code = ("import sys, task_space.cli, gnmt_tf.model_types as m; "
+    code = ("import sys, gnmt_tf.cli.task_space, gnmt_tf.model_types as m; "
             "assert 'task_space_transformer' in m.model_types(); "
             "assert 'tensorflow' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -38,7 +38,7 @@ def test_presets_name_the_model_type():
     from gnmt_tf.model_types import model_type_of_preset
 
     assert model_type_of_preset("transformer_small")[1].train == (
-        "task_space.cli:train_from_args")
+        "gnmt_tf.cli.task_space:train_from_args")
     assert model_type_of_preset("gnmt_small")[0] == "gnmt"
 
 

@@ -1,11 +1,11 @@
-"""Tests for task_space.config.TransformerConfig and its presets."""
+"""Tests for gnmt_tf.models.task_space.config.TransformerConfig and its presets."""
 
 import json
 
 import pytest
 
-from task_space.config import TransformerConfig
-from task_space.presets import TRANSFORMER_PRESETS
+from gnmt_tf.models.task_space.config import TransformerConfig
+from gnmt_tf.models.task_space.presets import TRANSFORMER_PRESETS
 
 
 @pytest.mark.parametrize("name", sorted(TRANSFORMER_PRESETS))

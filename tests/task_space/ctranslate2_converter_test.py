@@ -1,4 +1,4 @@
-"""Tests for task_space.ctranslate2_converter (needs `ctranslate2`)."""
+"""Tests for gnmt_tf.models.task_space.ctranslate2_converter (needs `ctranslate2`)."""
 
 import numpy as np
 import pytest
@@ -7,11 +7,11 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.task_space_translation_model import TaskSpaceTranslationModel
+from gnmt_tf.models.task_space.task_space_translation_model import TaskSpaceTranslationModel
 
 ctranslate2 = pytest.importorskip("ctranslate2")
 
-from task_space.ctranslate2_converter import (  # noqa: E402
+from gnmt_tf.models.task_space.ctranslate2_converter import (  # noqa: E402
     TaskSpaceCTranslate2Converter)
 
 V = 40

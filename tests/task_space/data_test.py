@@ -1,12 +1,12 @@
-"""Tests for task_space.data: directions, Multi30k/WMT22 loaders, dataset."""
+"""Tests for gnmt_tf.models.task_space.data: directions, Multi30k/WMT22 loaders, dataset."""
 
 import pathlib
 
 import numpy as np
 import pytest
 
-from task_space import data
-from task_space.config import TransformerConfig
+from gnmt_tf.models.task_space import data
+from gnmt_tf.models.task_space.config import TransformerConfig
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 WMT22_DIR = REPO_ROOT.parent / "shared" / "data" / "wmt22"

@@ -1,4 +1,4 @@
-"""Tests for task_space.shared_embedding."""
+"""Tests for gnmt_tf.models.task_space.shared_embedding."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.shared_embedding import SharedEmbedding
+from gnmt_tf.models.task_space.shared_embedding import SharedEmbedding
 
 
 def test_embed_and_project_share_weights():

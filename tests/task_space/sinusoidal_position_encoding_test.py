@@ -1,4 +1,4 @@
-"""Tests for task_space.sinusoidal_position_encoding."""
+"""Tests for gnmt_tf.models.task_space.sinusoidal_position_encoding."""
 
 import math
 
@@ -8,7 +8,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.sinusoidal_position_encoding import SinusoidalPositionEncoding
+from gnmt_tf.models.task_space.sinusoidal_position_encoding import SinusoidalPositionEncoding
 
 
 def test_values_and_shapes():

@@ -1,4 +1,4 @@
-"""Tests for task_space.task_space_encoding.TaskSpaceEncoding."""
+"""Tests for gnmt_tf.models.task_space.task_space_encoding.TaskSpaceEncoding."""
 
 import itertools
 
@@ -9,7 +9,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.task_space_encoding import TaskSpaceEncoding
+from gnmt_tf.models.task_space.task_space_encoding import TaskSpaceEncoding
 
 NUM_TAGS = 4
 TAG_SETS = [

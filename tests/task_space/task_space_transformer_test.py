@@ -1,4 +1,4 @@
-"""Tests for task_space.task_space_transformer.TaskSpaceTransformer."""
+"""Tests for gnmt_tf.models.task_space.task_space_transformer.TaskSpaceTransformer."""
 
 import json
 
@@ -11,8 +11,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.decoding.beam_search import state_shape_invariant
-from task_space.config import TransformerConfig
-from task_space.task_space_transformer import TaskSpaceTransformer
+from gnmt_tf.models.task_space.config import TransformerConfig
+from gnmt_tf.models.task_space.task_space_transformer import TaskSpaceTransformer
 
 CONFIG = TransformerConfig.from_preset("transformer_tiny")
 L, H, V = CONFIG.num_layers, CONFIG.num_heads, CONFIG.vocabulary_size

@@ -13,11 +13,11 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import apply_overrides
 from gnmt_tf.text.subword import Subwords
 from gnmt_tf.translator import SearchOptions
-from task_space import data as data_lib
-from task_space.training import TaskSpaceOptions
-from task_space.training import get_preset
-from task_space.training import read_task_space_config
-from task_space.training import train_task_space
+from gnmt_tf.models.task_space import data as data_lib
+from gnmt_tf.models.task_space.training import TaskSpaceOptions
+from gnmt_tf.models.task_space.training import get_preset
+from gnmt_tf.models.task_space.training import read_task_space_config
+from gnmt_tf.models.task_space.training import train_task_space
 from gnmt_tf.translator import Translator
 
 GREEDY = SearchOptions(beam_size=1)
@@ -249,8 +249,8 @@ def test_bad_precision_is_refused():
     with pytest.raises(ValueError, match="precision must be one of"):
         apply_overrides(train_config, ["precision=float16"])
     # GNMT's hand-written LSTM cells keep float32 state: refused up front.
-    from gnmt_tf.presets import get_preset as gnmt_preset
-    from gnmt_tf.training.trainer import train_gnmt
+    from gnmt_tf.models.gnmt.presets import get_preset as gnmt_preset
+    from gnmt_tf.models.gnmt.training import train_gnmt
 
     model_config, train_config = gnmt_preset("gnmt_tiny")
     with pytest.raises(ValueError, match="GNMT trains in float32"):

@@ -1,4 +1,4 @@
-"""Tests for task_space.transformer_decoder_layer."""
+"""Tests for gnmt_tf.models.task_space.transformer_decoder_layer."""
 
 import numpy as np
 
@@ -6,8 +6,8 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.layer_utils import causal_mask
-from task_space.transformer_decoder_layer import TransformerDecoderLayer
+from gnmt_tf.models.task_space.layer_utils import causal_mask
+from gnmt_tf.models.task_space.transformer_decoder_layer import TransformerDecoderLayer
 
 
 def _run(layer, x, memory, cross_mask):

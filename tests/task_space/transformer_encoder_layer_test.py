@@ -1,4 +1,4 @@
-"""Tests for task_space.transformer_encoder_layer."""
+"""Tests for gnmt_tf.models.task_space.transformer_encoder_layer."""
 
 import numpy as np
 
@@ -6,7 +6,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from task_space.transformer_encoder_layer import TransformerEncoderLayer
+from gnmt_tf.models.task_space.transformer_encoder_layer import TransformerEncoderLayer
 
 
 def test_shape_and_padding_mask():

@@ -82,7 +82,7 @@ def test_an_error_names_the_line_and_its_sentence():
 
 def test_served_results_merge_into_the_line():
     from gnmt_tf.cli.sentence_lines import merge_results
-    from serving.client import TranslationResult
+    from gnmt_tf.serving.client import TranslationResult
 
     done = [TranslationResult("A.", "X.", -1.0), TranslationResult("B.",
                                                                    "Y.", -2.0)]

@@ -1,6 +1,6 @@
 import numpy as np
 
-from gnmt_tf.data.pipeline import bucket_boundaries, filter_pairs, make_dataset
+from gnmt_tf.data.datasets import bucket_boundaries, filter_pairs, make_dataset
 from gnmt_tf.text.subword import BOS_ID, EOS_ID
 
 

@@ -1,4 +1,4 @@
-"""`gnmt_tf.host_search`: the NumPy batch search against the in-graph one,
+"""`gnmt_tf.decoding.host_beam_search`: the NumPy batch search against the in-graph one,
 against itself one sentence at a time, and against brute force."""
 
 import numpy as np
@@ -9,8 +9,8 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 
 from gnmt_tf.decoding import beam_search as graph_beam_search
-from gnmt_tf import host_search
-from gnmt_tf.host_search import beam_search, beam_search_batch, top_k
+from gnmt_tf.decoding import host_beam_search as host_search
+from gnmt_tf.decoding.host_beam_search import beam_search, beam_search_batch, top_k
 
 START_ID = 0
 MAX_LENGTHS = [4, 2, 3, 4]

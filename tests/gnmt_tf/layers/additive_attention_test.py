@@ -1,7 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
-from gnmt_tf.layers.additive_attention import AdditiveAttention
+from gnmt_tf.models.gnmt.additive_attention import AdditiveAttention
 
 
 def test_masked_softmax_and_single_step():

@@ -1,7 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
-from gnmt_tf.layers.lstm import LSTM
+from gnmt_tf.models.gnmt.lstm import LSTM
 
 
 def test_sequence_equals_steps():

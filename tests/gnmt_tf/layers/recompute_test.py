@@ -9,9 +9,9 @@ import tf_keras as keras
 
 from gnmt_tf.config import GNMTConfig
 from gnmt_tf.layers.recompute import checkpointed
-from gnmt_tf.models.gnmt import GNMT
-from task_space.task_space_transformer import TaskSpaceTransformer
-from task_space.config import TransformerConfig
+from gnmt_tf.models.gnmt.model import GNMT
+from gnmt_tf.models.task_space.task_space_transformer import TaskSpaceTransformer
+from gnmt_tf.models.task_space.config import TransformerConfig
 
 SOURCE = tf.constant([[5, 6, 7, 8, 3], [9, 10, 3, 0, 0]])
 TARGET_IN = tf.constant([[2, 11, 12, 13], [2, 14, 15, 0]])

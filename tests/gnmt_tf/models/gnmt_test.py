@@ -1,4 +1,4 @@
-"""Tests for gnmt_tf.models.gnmt.GNMT. (The cached step against the full
+"""Tests for gnmt_tf.models.gnmt.model.GNMT. (The cached step against the full
 pass: `tests/harness/model_family_test.py`, for every model family.)"""
 
 import dataclasses
@@ -9,7 +9,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.config import GNMTConfig
-from gnmt_tf.models.gnmt import GNMT
+from gnmt_tf.models.gnmt.model import GNMT
 from gnmt_tf.training.losses import MaskedCrossEntropy
 
 CONFIG = GNMTConfig(vocabulary_size=20, num_encoder_layers=3, num_decoder_layers=3,

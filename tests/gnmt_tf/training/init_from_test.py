@@ -6,9 +6,9 @@ import pytest
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.cli.main import main
 from gnmt_tf.config import apply_overrides
-from gnmt_tf.presets import get_preset
+from gnmt_tf.models.gnmt.presets import get_preset
 from gnmt_tf.training.init_from import INIT_KEY
-from gnmt_tf.training.trainer import train_gnmt
+from gnmt_tf.models.gnmt.training import train_gnmt
 
 
 def _weights(model_dir):
@@ -100,9 +100,9 @@ def test_a_task_space_run_starts_from_a_task_space_model(
     source's weights (2 steps at a negligible rate leave them equal), its
     vocabulary and architecture (a different one asked for is ignored), and
     its directions unless others are given."""
-    from task_space.training import TaskSpaceOptions
-    from task_space.training import get_preset as ts_preset
-    from task_space.training import train_task_space
+    from gnmt_tf.models.task_space.training import TaskSpaceOptions
+    from gnmt_tf.models.task_space.training import get_preset as ts_preset
+    from gnmt_tf.models.task_space.training import train_task_space
 
     model_config, train_config = ts_preset("transformer_tiny")
     model_config = model_config.replace(vocabulary_size=60, num_layers=1)
@@ -126,7 +126,7 @@ def test_a_task_space_run_starts_from_a_task_space_model(
 
 def test_a_task_space_run_refuses_a_gnmt_source(tiny_model_dir,
                                                 multiway_dir, tmp_path):
-    from task_space.training import train_task_space
+    from gnmt_tf.models.task_space.training import train_task_space
 
     with pytest.raises(ValueError, match="is a gnmt model"):
         train_task_space(tmp_path / "run", multiway_dir, "en-fr",

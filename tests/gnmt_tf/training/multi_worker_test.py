@@ -24,7 +24,8 @@ import sys
 import numpy as np
 
 from gnmt_tf.config import apply_overrides
-from gnmt_tf.presets import get_preset
+from gnmt_tf.models.gnmt.presets import get_preset
+from gnmt_tf.models.gnmt import training as gnmt_training
 from gnmt_tf.training import trainer
 
 model_dir, data_dir, weights_path = sys.argv[1:4]
@@ -42,9 +43,9 @@ model_config, train_config = get_preset("gnmt_tiny")
 model_config = apply_overrides(model_config, ["vocabulary_size=100"])
 train_config = apply_overrides(train_config, [
     "train_steps=6", "checkpoint_every=3", "bleu_every=3", "bleu_lines=4"])
-result = trainer.train_gnmt(model_dir, data_dir, "en", "de", model_config,
-                            train_config, strategy="multi_worker_mirrored",
-                            log_every=3)
+result = gnmt_training.train_gnmt(model_dir, data_dir, "en", "de", model_config,
+                                     train_config, strategy="multi_worker_mirrored",
+                                     log_every=3)
 print("steps", result.steps, flush=True)
 """
 

@@ -10,7 +10,7 @@ import tf_keras as keras
 
 from gnmt_tf.cli.main import main as cli_main
 from gnmt_tf.config import GNMTConfig
-from gnmt_tf.models.gnmt import GNMT
+from gnmt_tf.models.gnmt.model import GNMT
 from gnmt_tf.training.rl_refinement import RLOptions
 from gnmt_tf.training.rl_refinement import draw_hypotheses
 from gnmt_tf.training.rl_refinement import gleu_rewards

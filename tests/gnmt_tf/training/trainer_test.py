@@ -5,9 +5,10 @@ import tensorflow as tf
 
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import apply_overrides
-from gnmt_tf.presets import get_preset
+from gnmt_tf.models.gnmt.presets import get_preset
 from gnmt_tf.training.metrics_log import read_metrics
-from gnmt_tf.training.trainer import make_strategy, train_gnmt
+from gnmt_tf.models.gnmt.training import train_gnmt
+from gnmt_tf.training.trainer import make_strategy
 
 
 def _checkpoint_steps(model_dir):
@@ -161,7 +162,7 @@ def test_xla_step_on_bucket_padded_batches_trains_the_same_model(
 
 
 def test_jit_compile_option_reaches_keras():
-    from gnmt_tf.models.gnmt import GNMT
+    from gnmt_tf.models.gnmt.model import GNMT
     from gnmt_tf.training.trainer import compile_model
 
     model_config, train_config = get_preset("gnmt_tiny")

@@ -1,8 +1,0 @@
-"""Moved to `pipeline.glossary` (TF-free, shared with the translation
-pipeline); re-exported here for existing imports."""
-
-from pipeline.glossary import (Glossary, GlossaryEntry, GlossaryError,
-                              GlossaryFile, TermMatch, TermMatcher)
-
-__all__ = ["Glossary", "GlossaryEntry", "GlossaryError", "GlossaryFile",
-           "TermMatch", "TermMatcher"]
