@@ -58,8 +58,8 @@ import numpy as np  # noqa: E402
 
 from gnmt_tf.alignment.head_training import corpus_links  # noqa: E402
 from gnmt_tf.alignment.placeholders import (PLACEHOLDER_TOKENS,  # noqa: E402
-                                    PLACEHOLDER_TYPES, Masker,
-                                    augment_with_alignment, placeholder)
+                                            PLACEHOLDER_TYPES, Masker,
+                                            augment_with_alignment, placeholder)
 
 _TOKEN = re.compile(r"\u27e6[A-Z]+\u27e7|\w+(?:['’-]\w+)*|[^\w\s]")
 _STOP = set("""the and with for from that this are while into their his her
@@ -215,22 +215,22 @@ def main(argv=None):
     import tf_keras as keras
 
     from gnmt_tf.alignment.aligned_model import (AlignedTranslationModel,
-                                         alignment_error_rate,
-                                         make_aligned_dataset,
-                                         predicted_links, subword_links)
+                                                 alignment_error_rate,
+                                                 make_aligned_dataset,
+                                                 predicted_links, subword_links)
     from gnmt_tf.alignment.conv_alignment_head import ConvAlignmentHead
     from gnmt_tf.alignment.placeholder_translation import (HashPlaceholderMasker,
-                                                   PlaceholderTranslator,
-                                                   map_placeholders,
-                                                   placeholder_positions,
-                                                   preserved_fraction)
+                                                           PlaceholderTranslator,
+                                                           map_placeholders,
+                                                           placeholder_positions,
+                                                           preserved_fraction)
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.text.subword import Subwords, train_sentencepiece
     from gnmt_tf.training import trainer
     from gnmt_tf.translator import SearchOptions, Translator
     from gnmt_tf.models.task_space.config import TransformerConfig
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
 
     # --- Data and fast_align links -------------------------------------------
     tests = ("test_2016_flickr", "test_2017_flickr")

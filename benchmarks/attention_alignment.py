@@ -24,7 +24,7 @@ RESULTS = REPO_ROOT / "benchmarks" / "results" / "gnmt_ablation.json"
 
 
 def parse_args(argv=None):
-    from gnmt_tf.cli.arg_types import positive_int
+    from gnmt_tf.flags.arg_types import positive_int
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir")

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from results_file import command_line  # noqa: E402
 
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "batch_padding.json"
 

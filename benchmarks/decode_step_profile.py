@@ -73,7 +73,7 @@ def main(argv=None):
     from gnmt_tf.decoding import beam_search, tile_beams
     from gnmt_tf.decoding.beam_search import reorder_beams
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
 
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)

@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO_ROOT / "benchmarks"))  # (a PyPI "benchmarks"
 # package may shadow this folder)
 
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 import search_errors  # noqa: E402
 from results_file import command_line, update_section  # noqa: E402
 

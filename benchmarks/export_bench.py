@@ -59,8 +59,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
-from gnmt_tf.cli.arg_types import (non_negative_float, number,  # noqa: E402
-                                   positive_float, positive_int)
+from gnmt_tf.flags.arg_types import (non_negative_float, number,  # noqa: E402
+                                     positive_float, positive_int)
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
 

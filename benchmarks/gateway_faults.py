@@ -56,8 +56,8 @@ from results_file import REPO_ROOT  # noqa: E402
 from results_file import command_line  # noqa: E402
 from results_file import update_section  # noqa: E402
 
-from gnmt_tf.cli.arg_types import positive_float  # noqa: E402
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_float  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 
 GOOD, ABUSE_KINDS = "good", ("chunked_body", "huge_line", "disconnect",
                              "nested_json")
@@ -240,11 +240,6 @@ def abuse_loop(kind, port, args, tally, stop):
         stop.wait(args.abuse_pause_seconds)
 
 
-def rss_loop(pid, series, stop):
-    while not stop.wait(1.0):
-        series.append(serving_load.rss_mb(pid))
-
-
 def run_phase(seconds, port, args, tally, abuse, rss_series, pid):
     stop = threading.Event()
     threads = [threading.Thread(target=good_loop,
@@ -254,8 +249,8 @@ def run_phase(seconds, port, args, tally, abuse, rss_series, pid):
         threads += [threading.Thread(target=abuse_loop,
                                      args=(kind, port, args, tally, stop))
                     for kind in ABUSE_KINDS]
-    threads.append(threading.Thread(target=rss_loop,
-                                    args=(pid, rss_series, stop)))
+    threads.append(threading.Thread(target=serving_load.rss_loop,
+                                    args=(pid, rss_series, stop, 1.0)))
     for t in threads:
         t.start()
     stop.wait(seconds)

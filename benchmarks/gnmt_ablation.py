@@ -30,7 +30,7 @@ import pathlib
 import sys
 
 from results_file import REPO_ROOT, command_line, update_section
-from gnmt_tf.cli.arg_types import non_negative_float, positive_int
+from gnmt_tf.flags.arg_types import non_negative_float, positive_int
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "gnmt_ablation.json"
 # Fields that do not change what is learned (budgets, logging, bookkeeping).

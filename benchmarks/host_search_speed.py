@@ -41,8 +41,8 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from gnmt_tf.cli.arg_types import non_negative_float  # noqa: E402
-from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import non_negative_float  # noqa: E402
+from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from results_file import command_line, update_section  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "export.json"

@@ -461,7 +461,7 @@ def html_documents(args, pipeline, attention_pipeline=None):
 def wmt22(args, backend):
     from gnmt_tf.pipeline.pipeline import Pipeline
     from gnmt_tf.pipeline.placeholder_mapping import (HashPlaceholderMasker,
-                                              preserved_fraction)
+                                                      preserved_fraction)
 
     figures, details = {}, {}
     for direction in ("de-fr", "fr-de"):

@@ -89,6 +89,10 @@ TITLES = {
     "search_errors": ("Search errors of beam search",
                       "How often beam search misses the model's best output "
                       "(exact depth-first search)."),
+    "data_scale": ("Training data at scale",
+                   "The streaming data path from 1k to 5M synthetic sentence "
+                   "pairs: prepare speed and memory, time to the first "
+                   "training step, peak memory and tokens/s of training."),
     "gateway_faults": ("The gateway under abuse",
                        "Well-behaved clients of the HTTP gateway, without and "
                        "with abusive clients (huge chunked bodies, huge "

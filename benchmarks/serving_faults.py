@@ -270,11 +270,6 @@ def swap_loop(source, base, target, name, args, stop, swaps):
                                   ignore_errors=True)
 
 
-def rss_loop(pid, series, stop, every_s=15.0):
-    while not stop.wait(every_s):
-        series.append(serving_load.rss_mb(pid))
-
-
 def wait_settled(target, name, timeout=120.0):
     """Wait until one version is AVAILABLE and every other one END (a swap
     done, the old version unloaded), then 2 s more."""
@@ -312,7 +307,7 @@ def run_phase(seconds, target, name, faults, tally, pid, args, source, base,
         threading.Thread(target=disconnect_loop,
                          args=(target, faults, tally, stop)),
         threading.Thread(target=probe_loop, args=(target, name, stop, probes)),
-        threading.Thread(target=rss_loop, args=(pid, rss_series, stop)),
+        threading.Thread(target=serving_load.rss_loop, args=(pid, rss_series, stop)),
     ]
     threads.append(threading.Thread(
         target=swap_loop, args=(source, base, target, name, args, stop,

@@ -89,6 +89,13 @@ def rss_mb(pid):
     return None
 
 
+def rss_loop(pid, series, stop, every_s=15.0):
+    """Appends `rss_mb(pid)` to `series` every `every_s` seconds until
+    `stop` is set (a thread's target)."""
+    while not stop.wait(every_s):
+        series.append(rss_mb(pid))
+
+
 def percentile(values, q):
     if not values:
         return None

@@ -113,7 +113,7 @@ BUDGET_OVERRIDES = ["max_tokens=2048", "warmup_steps=300",
 def train(args, name):
     from gnmt_tf.config import split_overrides
     from gnmt_tf.models.task_space.training import (TaskSpaceOptions, get_preset,
-                                     train_task_space)
+                                                    train_task_space)
 
     directions, overrides, _ = RUNS[name]
     model_config, train_config = get_preset(args.preset)

@@ -78,12 +78,12 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from gnmt_tf.decoding import beam_search  # noqa: E402
-from gnmt_tf.cli.arg_types import number, positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
 from cpu_flags import simd_flags  # noqa: E402
 from gnmt_tf.models.task_space.task_space_translation_model import (  # noqa: E402
-    TaskSpaceTranslationModel)
+                                                                    TaskSpaceTranslationModel)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "task_space_decode_speed.json"
 BEAM = 4
@@ -203,7 +203,7 @@ def build_ctranslate2(model, directory, threads, compute_type="default"):
     try:
         import ctranslate2
         from gnmt_tf.models.task_space.ctranslate2_converter import (
-            TaskSpaceCTranslate2Converter)
+                                                                     TaskSpaceCTranslate2Converter)
     except ImportError as e:
         print(f"CTranslate2 unavailable: {e}", file=sys.stderr)
         return None, str(e)

@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO_ROOT))
 import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
 from export_bench import measure_latency, measure_throughput  # noqa: E402
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import command_line, with_earlier  # noqa: E402
 

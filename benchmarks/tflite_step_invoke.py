@@ -27,7 +27,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from cpu_flags import simd_flags  # noqa: E402  (this script's folder)
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import command_line  # noqa: E402  (this script's folder)
 

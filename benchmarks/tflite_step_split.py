@@ -27,7 +27,7 @@ import time
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from tflite_step_invoke import (  # noqa: E402  (this script's folder)
     encoded_state, int_list, machine_entries, random_inputs, tflite_files)

@@ -60,7 +60,7 @@ def child(argv):
         tf.config.threading.set_inter_op_parallelism_threads(int(inter))
     import task_space_decode_speed as bench
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
 
     tf.random.set_seed(0)
     model = TaskSpaceTranslationModel.from_preset("transformer_small",

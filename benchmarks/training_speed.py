@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from results_file import command_line, with_earlier  # noqa: E402
 from cpu_flags import simd_flags  # noqa: E402
 
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "training_speed.json"

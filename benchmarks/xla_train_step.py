@@ -70,7 +70,7 @@ def model_factory(name):
         assert model_config.vocabulary_size == VOCABULARY
         return (lambda: GNMT(model_config)), train_config, {}
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
     from gnmt_tf.models.task_space.training import get_preset
 
     model_config, train_config = get_preset("transformer_small")

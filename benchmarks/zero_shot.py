@@ -42,8 +42,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: E402,F401
-from gnmt_tf.cli.arg_types import non_negative_float  # noqa: E402
-from gnmt_tf.cli.arg_types import positive_int  # noqa: E402
+from gnmt_tf.flags.arg_types import non_negative_float  # noqa: E402
+from gnmt_tf.flags.arg_types import positive_int  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
 
 HERE = pathlib.Path(__file__).resolve().parent

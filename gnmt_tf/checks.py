@@ -3,7 +3,7 @@
 `check_number` is the one place that says what a valid count, size or weight
 is; the typed configs (`gnmt_tf.config`, `task_space`) call it in
 `__post_init__`, so a `--set key=value` override is checked like a flag, and
-`gnmt_tf.cli.arg_types` builds the argparse `type=` validators from it.
+`gnmt_tf.flags.arg_types` builds the argparse `type=` validators from it.
 """
 
 import math

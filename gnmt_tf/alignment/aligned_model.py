@@ -134,8 +134,8 @@ def make_aligned_dataset(source_ids, target_ids, links, max_tokens,
         A dataset of `(features, labels)`.
     """
     from gnmt_tf.data.datasets import (
-        batch_by_length, kept_indices, permuted, ragged_sequences,
-        teacher_forcing_features)
+                                       batch_by_length, kept_indices, permuted, ragged_sequences,
+                                       teacher_forcing_features)
 
     keep = kept_indices(source_ids, target_ids, max_length)
     if not keep:

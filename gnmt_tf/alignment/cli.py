@@ -15,7 +15,7 @@ import itertools
 import sys
 
 from gnmt_tf.alignment import head_cli
-from gnmt_tf.cli.arg_types import number, positive_float, positive_int
+from gnmt_tf.flags.arg_types import number, positive_float, positive_int
 
 _METHODS = ("intersect", "union", "grow-diag", "grow-diag-final",
             "grow-diag-final-and")

@@ -2,7 +2,7 @@
 pipeline); re-exported here for existing imports."""
 
 from gnmt_tf.pipeline.glossary import (Glossary, GlossaryEntry, GlossaryError,
-                              GlossaryFile, TermMatch, TermMatcher)
+                                       GlossaryFile, TermMatch, TermMatcher)
 
 __all__ = ["Glossary", "GlossaryEntry", "GlossaryError", "GlossaryFile",
            "TermMatch", "TermMatcher"]

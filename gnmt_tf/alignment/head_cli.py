@@ -16,7 +16,7 @@ head's alignment error rate against fast_align on held-out pairs
 import argparse
 import sys
 
-from gnmt_tf.cli.arg_types import positive_int
+from gnmt_tf.flags.arg_types import positive_int
 
 NAME = "add-alignment-head"
 

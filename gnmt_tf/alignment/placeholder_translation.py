@@ -33,14 +33,14 @@ from typing import Dict, List, NamedTuple, Optional
 import numpy as np
 
 from gnmt_tf.alignment.placeholders import (Entity, default_mapping,
-                                    placeholder_occurrences, restore)
+                                            placeholder_occurrences, restore)
 from gnmt_tf.seq2seq_model import prefix_ids
 from gnmt_tf.pipeline.placeholder_mapping import (HASH_TYPES, METHODS,
-                                          HashPlaceholderMasker,
-                                          map_placeholders,
-                                          placeholder_positions,
-                                          preserved_fraction, repair_missing,
-                                          word_index_of_pieces)
+                                                  HashPlaceholderMasker,
+                                                  map_placeholders,
+                                                  placeholder_positions,
+                                                  preserved_fraction, repair_missing,
+                                                  word_index_of_pieces)
 
 __all__ = ["HASH_TYPES", "METHODS", "HashPlaceholderMasker",
            "PlaceholderTranslation", "PlaceholderTranslator",

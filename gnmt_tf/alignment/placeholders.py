@@ -9,9 +9,9 @@ import random
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from gnmt_tf.pipeline.placeholders import (PLACEHOLDER_TOKENS, PLACEHOLDER_TYPES,
-                                   Entity, Link, Masker, default_mapping,
-                                   mapping_from_alignment, mask, placeholder,
-                                   placeholder_occurrences, restore)
+                                           Entity, Link, Masker, default_mapping,
+                                           mapping_from_alignment, mask, placeholder,
+                                           placeholder_occurrences, restore)
 
 __all__ = ["PLACEHOLDER_TOKENS", "PLACEHOLDER_TYPES", "Entity", "Link",
            "Masker", "default_mapping", "mapping_from_alignment", "mask",

@@ -1,6 +1,6 @@
 """`gnmt-tf average-checkpoints`: the mean of a run's last checkpoints."""
 
-from gnmt_tf.cli.arg_types import positive_int
+from gnmt_tf.flags.arg_types import positive_int
 
 
 def register(subparsers):

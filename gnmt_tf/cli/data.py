@@ -2,7 +2,7 @@
 the corpora of a data configuration into clean training shards
 (`prepare`, see `gnmt_tf.data.prepare`)."""
 
-from gnmt_tf.cli.arg_types import number, positive_int
+from gnmt_tf.flags.arg_types import number, positive_int
 
 ratio = number(minimum=1, name="ratio")
 

@@ -1,23 +1,83 @@
-"""`gnmt-tf evaluate`: sacreBLEU BLEU and chrF (and optionally GLEU), against
-one or several references, as text or JSON."""
+"""`gnmt-tf evaluate`: sacreBLEU BLEU and chrF (and optionally GLEU).
+
+Two modes:
+- `--hyp FILE --ref FILE...`: score a file of detokenised hypotheses
+  against one or several references, as text or JSON;
+- `--model M`: translate a Multi30k split (or the WMT22 general test sets)
+  with a model and print the scores per direction (and WMT22 domain).
+
+Example:
+
+    gnmt-tf evaluate --model multi30k-transformer --split test_2016_flickr \
+        --directions en-de,en-fr --max-lines 200
+"""
+
+import os
+
+from gnmt_tf.flags.arg_types import positive_int
+from gnmt_tf.flags.search import add_search_arguments
 
 
 def register(subparsers):
     parser = subparsers.add_parser(
-        "evaluate", help="score detokenised hypotheses with sacreBLEU (BLEU, chrF)")
-    parser.add_argument("--hyp", required=True, help="hypotheses, one per line")
-    parser.add_argument("--ref", required=True, nargs="+", metavar="FILE",
+        "evaluate", help="score hypotheses (--hyp/--ref) or a model on test "
+                         "sets (--model), with sacreBLEU (BLEU, chrF)")
+    parser.add_argument("--hyp", help="hypotheses, one per line")
+    parser.add_argument("--ref", nargs="+", metavar="FILE",
                         help="references, one per line; several files for "
                              "several references per line")
+    add_model_arguments(parser.add_argument_group(
+        "scoring a model (--model)"))
     parser.add_argument("--gleu", action="store_true",
                         help="also corpus GLEU (one reference only)")
     parser.add_argument("--json", action="store_true",
                         help="print the scores and signatures as one JSON "
                              "object")
+    add_search_arguments(parser)
     parser.set_defaults(func=run)
 
 
+def add_model_arguments(parser, json_flag="--scores-json"):
+    """The flags of the `--model` mode (`json_flag` writes the scores)."""
+    parser.add_argument("--model", help="model directory or shipped name")
+    parser.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
+                        help="Multi30k directory (default $GNMT_TF_DATA, "
+                             "else the download cache)")
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument(
+        "--directions", default=None,
+        help="default: every direction between the split's languages")
+    parser.add_argument(
+        "--wmt22-dir", default=None,
+        help="evaluate the WMT22 general test sets in this directory "
+             "instead (tags = their domains)")
+    parser.add_argument(
+        "--tags", default=None,
+        help="translate with these tags instead of each test set's own "
+             "('' = none)")
+    parser.add_argument("--max-lines", type=positive_int, default=None,
+                        help="first lines of each direction (and WMT22 "
+                             "domain) only")
+    parser.add_argument("--batch-size", type=positive_int, default=32)
+    parser.add_argument(json_flag, dest="scores_json", metavar="FILE",
+                        help="also write the scores here")
+
+
 def run(args):
+    if args.model:
+        if args.hyp or args.ref:
+            raise ValueError("give either --model or --hyp/--ref")
+        from gnmt_tf.cli.task_space import evaluate_from_args
+
+        return evaluate_from_args(args)
+    if not args.hyp or not args.ref:
+        raise ValueError("give --hyp and --ref (or --model to score a "
+                         "model on test sets)")
+    return score_files(args)
+
+
+def score_files(args):
+    """Scores `--hyp` against `--ref`."""
     import json
 
     from gnmt_tf.data.corpus import read_lines

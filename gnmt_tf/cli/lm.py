@@ -7,7 +7,7 @@ of `gnmt-tf translate --predictors ...,lm --lm FILE` reads with kenlm.
 
 import sys
 
-from gnmt_tf.cli.arg_types import number
+from gnmt_tf.flags.arg_types import number
 
 
 def register(subparsers):

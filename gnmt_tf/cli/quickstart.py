@@ -16,18 +16,16 @@ verified; `--no-download` refuses instead).
 """
 
 import dataclasses
-import importlib
 import os
 import sys
 import time
 
-from gnmt_tf.cli.arg_types import (beam_size, non_negative_int,
-                                   positive_float, positive_int)
+from gnmt_tf.flags.arg_types import (beam_size, non_negative_int,
+                                     positive_float, positive_int)
 
 DEFAULT_MODEL = "multi30k-transformer"
 # The document pipeline, loaded by name: `gnmt_tf` imports no gateway module
 # itself (as `gnmt-tf translate --format html`).
-DOCUMENT_PIPELINE = "gnmt_tf.gateway.pipelines"
 SENTENCES = {
     "en": ["A black dog is running through the snow.",
            "Two children are playing football in a park."],
@@ -155,12 +153,12 @@ def load(model_name, options, out=sys.stdout):
     from gnmt_tf.translator import Translator
 
     try:
-        module = importlib.import_module(DOCUMENT_PIPELINE)
-        pipeline = module.Pipeline.from_model_dir(model_name, options)
+        from gnmt_tf.gateway.pipelines import Pipeline
+
+        pipeline = Pipeline.from_model_dir(model_name, options)
         return pipeline.backend.translator, pipeline
     except ModuleNotFoundError as e:
-        missing_package = e.name and DOCUMENT_PIPELINE.startswith(e.name)
-        if "gnmt-tf[" not in str(e) and not missing_package:
+        if "gnmt-tf[" not in str(e):
             raise
         print(f"      (no document pipeline: {e})", file=out, flush=True)
         return Translator.from_model_dir(model_name), None

@@ -6,23 +6,26 @@ functions only. What is task-space specific lives here: training on Multi30k
 directions (`train_from_args`, also what `gnmt-tf train --preset
 transformer_*` runs through the model-type registry, with the flags of
 `add_train_arguments`) and scoring per direction (`evaluate_from_args`).
-`gnmt-tf task-space translate` is `gnmt-tf translate` for a model directory.
+The ordinary commands run them (`gnmt-tf train --preset transformer_*`,
+`gnmt-tf translate`, `gnmt-tf evaluate --model`); the `gnmt-tf task-space
+ACTION` spelling still works for one release, with a deprecation line.
 
 Examples:
 
-    gnmt-tf task-space train --preset transformer_small --directions all \\
+    gnmt-tf train --preset transformer_small --directions all \\
         --model-dir runs/ts --data-dir /path/to/multi30k --minutes 60
-    gnmt-tf task-space translate --model runs/ts --src-lang en \\
+    gnmt-tf translate --model runs/ts --src-lang en \\
         --tgt-lang fr --tags caption < src.txt
-    gnmt-tf task-space evaluate --model runs/ts --data-dir /path/to/multi30k \
+    gnmt-tf evaluate --model runs/ts --data-dir /path/to/multi30k \
         --split test_2016_flickr            # BLEU per direction
-    gnmt-tf task-space evaluate --model runs/ts --wmt22-dir /path/to/wmt22
+    gnmt-tf evaluate --model runs/ts --wmt22-dir /path/to/wmt22
 """
 
 import os
+import sys
 
 from gnmt_tf.cli import sentence_lines, task_flags
-from gnmt_tf.cli.arg_types import positive_float, positive_int
+from gnmt_tf.flags.arg_types import positive_float, positive_int
 
 LIST_FIELDS = ("languages", "scene_tags")
 
@@ -44,8 +47,8 @@ def register(subparsers):
 
     parser = subparsers.add_parser(
         "task-space",
-        help="train / translate with the multi-direction task-space "
-             "Transformer")
+        help="deprecated spelling of train / translate / evaluate for the "
+             "task-space Transformer")
     sub = parser.add_subparsers(dest="task_space_command", metavar="ACTION")
     sub.required = True
 
@@ -80,7 +83,7 @@ def register(subparsers):
     train.add_argument("--minutes", type=positive_float,
                        help="wall-time budget (same as --set max_minutes=M)")
     train.add_argument("--log-every", type=positive_int, default=100)
-    train.set_defaults(func=train_from_args)
+    train.set_defaults(func=_deprecated(train_from_args, "train"))
 
     translate = sub.add_parser(
         "translate", help="translate raw text, one sentence a line")
@@ -93,34 +96,30 @@ def register(subparsers):
     translate_cli.add_search_arguments(translate)
     translate_cli.add_vocabulary_arguments(translate)
     sentence_lines.add_argument(translate)
-    translate.set_defaults(func=translate_cli.run, server=None, tflite=None)
+    translate.set_defaults(func=_deprecated(translate_cli.run, "translate"),
+                           server=None, tflite=None)
 
     evaluate = sub.add_parser(
         "evaluate", help="translate test sets and print sacreBLEU per "
                          "direction (and WMT22 domain)")
-    evaluate.add_argument("--model", required=True)
-    evaluate.add_argument("--data-dir", default=os.environ.get("GNMT_TF_DATA"),
-                          help="Multi30k directory (default $GNMT_TF_DATA, "
-                               "else the download cache)")
-    evaluate.add_argument("--split", default="test_2016_flickr")
-    evaluate.add_argument(
-        "--directions", default=None,
-        help="default: every direction between the split's languages")
-    evaluate.add_argument(
-        "--wmt22-dir", default=None,
-        help="evaluate the WMT22 general test sets in this directory "
-             "instead (tags = their domains)")
-    evaluate.add_argument(
-        "--tags", default=None,
-        help="translate with these tags instead of each test set's own "
-             "('' = none)")
-    evaluate.add_argument("--max-lines", type=positive_int, default=None,
-                          help="first lines of each direction (and WMT22 "
-                               "domain) only")
-    evaluate.add_argument("--batch-size", type=positive_int, default=32)
-    evaluate.add_argument("--json", help="also write the scores here")
+    from gnmt_tf.cli.evaluate import add_model_arguments
+
+    add_model_arguments(evaluate, json_flag="--json")
     translate_cli.add_search_arguments(evaluate)
-    evaluate.set_defaults(func=evaluate_from_args)
+    evaluate.set_defaults(func=_deprecated(evaluate_from_args, "evaluate"))
+
+
+def _deprecated(run, action):
+    """`run`, after one line saying `gnmt-tf task-space ACTION` is now
+    `gnmt-tf ACTION` (kept working for one release)."""
+    def run_deprecated(args):
+        print(f"gnmt-tf: 'task-space {action}' is deprecated and will be "
+              f"removed in the next release; use 'gnmt-tf {action}' (same "
+              "flags" + (", --scores-json for --json" if action == "evaluate"
+                         else "") + ")", file=sys.stderr)
+        return run(args)
+
+    return run_deprecated
 
 
 def _split_list_overrides(overrides):
@@ -162,7 +161,7 @@ def train_from_args(args):
 
     from gnmt_tf.config_file import layered
     from gnmt_tf.models.task_space.training import (TaskSpaceOptions, get_preset,
-                                     train_task_space)
+                                                    train_task_space)
 
     overrides = list(getattr(args, "overrides", []) or [])
     if getattr(args, "minutes", None) is not None:
@@ -189,15 +188,17 @@ def evaluate_from_args(args):
     """Scores a task-space model per direction (and per WMT22 domain)."""
     import json
 
-    from gnmt_tf.cli.translate import search_options
+    if not args.model:
+        raise ValueError("--model is required")
+    from gnmt_tf.flags.search import search_options
     from gnmt_tf.data import corpus
     from gnmt_tf.models.task_space import data as data_lib
     from gnmt_tf.models.task_space.evaluation import (evaluate_tasks, format_rows,
-                                       group_by_task)
+                                                      group_by_task)
     from gnmt_tf.io_utils import check_output_file
     from gnmt_tf.models.task_space.training import read_task_space_config
 
-    check_output_file(args.json)
+    check_output_file(args.scores_json)
     options = search_options(args)
     config, _ = read_task_space_config(args.model)
     tags = None if args.tags is None else data_lib.parse_tags(args.tags)
@@ -228,10 +229,10 @@ def evaluate_from_args(args):
     rows = evaluate_tasks(translator, examples, options, args.batch_size,
                           tags)
     print(format_rows(rows))
-    if args.json:
+    if args.scores_json:
         from gnmt_tf.io_utils import write_text_atomic
 
-        write_text_atomic(args.json, json.dumps(
+        write_text_atomic(args.scores_json, json.dumps(
             [{k: v for k, v in row.items() if k != "hypotheses"}
              for row in rows], indent=2))
     return 0

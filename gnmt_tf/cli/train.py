@@ -8,8 +8,8 @@ The preset names the model type (`gnmt_tf.model_types`), whose declared
 import os
 
 from gnmt_tf import model_types
-from gnmt_tf.cli.arg_types import number, positive_float, positive_int
-from gnmt_tf.cli.arg_types import probability
+from gnmt_tf.flags.arg_types import number, positive_float, positive_int
+from gnmt_tf.flags.arg_types import probability
 
 
 def register(subparsers):

@@ -12,8 +12,8 @@ line (`gnmt_tf.cli.sentence_lines`; `--no-split-sentences` turns it off).
 With a document-pipeline flag (``--format``, ``--src-lang auto``,
 ``--glossary``, ``--qe``, ``--min-quality``) the whole input is one document
 (plain text or HTML) run through the document pipeline (normalisation,
-language detection, sentence splitting, markup kept) by the module
-`DOCUMENT_PIPELINE` names: `gnmt_tf` imports no pipeline module itself.
+language detection, sentence splitting, markup kept) by
+`gnmt_tf.gateway.cli`, imported only then.
 
 Several ``--model`` flags make an ensemble; ``--predictors`` /
 ``--weights`` / ``--lm`` / ``--ensemble-mode`` (or ``--predictor-config``)
@@ -23,92 +23,18 @@ under that combination by forced decoding (`gnmt_tf.rescoring`).
 """
 
 import dataclasses
-import importlib
 import sys
 
 from gnmt_tf.cli import sentence_lines, streaming, task_flags, unknown_script
-from gnmt_tf.cli.arg_types import (beam_size, finite_float,
-                                   non_negative_int, positive_float,
-                                   positive_int, probability)
-from gnmt_tf.checks import MAX_BEAM_SIZE
 from gnmt_tf.config import PRECISIONS
+from gnmt_tf.flags.arg_types import (non_negative_int, positive_int,
+                                     probability)
+# Re-exported: the commands built on `translate` take its flag groups from here.
+from gnmt_tf.flags.predictors import (add_predictor_arguments,  # noqa: F401
+                                      predictor_settings)
+from gnmt_tf.flags.search import (add_search_arguments,  # noqa: F401
+                                  given_search_flags, search_options)
 
-# The document mode's implementation, loaded by name (`gnmt_tf.gateway.cli`).
-DOCUMENT_PIPELINE = "gnmt_tf.gateway.cli"
-
-
-# Search flag -> (`SearchOptions` field, default). The flags default to None
-# so that `--server` can tell which ones were given.
-_SEARCH_FLAGS = {"beam_size": ("beam_size", 5), "alpha": ("length_penalty", 0.6),
-                 "beta": ("coverage_penalty", 0.0),
-                 "beam_width": ("beam_width", None),
-                 "early_stopping": ("early_stopping", "gnmt"),
-                 "n_best": ("num_hypotheses", 1),
-                 "decoder": ("decoder", "beam"),
-                 "max_expansions": ("max_expansions", None),
-                 "max_seconds": ("max_seconds", None)}
-
-
-def add_search_arguments(parser):
-    """Adds the search flags (`search_options` reads them)."""
-    parser.add_argument("--beam-size", type=beam_size, default=None,
-                        help="1 = greedy search (default 5, at most "
-                             f"{MAX_BEAM_SIZE})")
-    parser.add_argument("--alpha", type=finite_float, default=None,
-                        help="GNMT length-normalisation exponent (default 0.6)")
-    parser.add_argument("--beta", type=finite_float, default=None,
-                        help="GNMT coverage-penalty weight (default 0)")
-    parser.add_argument("--beam-width", type=positive_float, default=None,
-                        help="GNMT pruning: drop candidates this far below the best")
-    parser.add_argument("--early-stopping", default=None,
-                        choices=["gnmt", "exact", "none"],
-                        help="default gnmt")
-    parser.add_argument("--n-best", type=beam_size, default=None,
-                        help="print N hypotheses per input as 'i ||| text ||| "
-                             "score' (default 1)")
-    parser.add_argument(
-        "--decoder", default=None,
-        choices=["beam", "greedy", "dfs", "bucket", "sepbeam"],
-        help="search strategy (default beam): beam and greedy run in the "
-             "graph; dfs (exact search, for short inputs), bucket "
-             "(budgeted best-first search) and sepbeam (one beam per "
-             "model: --sepbeam-model) on the host, one sentence at a time")
-    parser.add_argument("--max-expansions", type=positive_int, default=None,
-                        help="dfs/bucket: stop after N model steps")
-    parser.add_argument("--max-seconds", type=positive_float, default=None,
-                        help="dfs/bucket: stop after S seconds per sentence")
-
-
-def given_search_flags(args) -> dict:
-    """`{flag dest: value}` of the search flags given on the command line."""
-    return {dest: getattr(args, dest) for dest in _SEARCH_FLAGS
-            if getattr(args, dest, None) is not None}
-
-
-def search_options(args):
-    """`SearchOptions` from the search flags (defaults for those not given).
-
-    Raises:
-      ValueError: a bad beam size or n-best size.
-    """
-    from gnmt_tf.translator import SearchOptions
-
-    values = {dest: default for dest, (_, default) in _SEARCH_FLAGS.items()}
-    values.update(given_search_flags(args))
-    if values["beam_size"] < 1:
-        raise ValueError("--beam-size must be >= 1")
-    if not 1 <= values["n_best"] <= values["beam_size"]:
-        raise ValueError("--n-best must be between 1 and --beam-size")
-    if values["decoder"] in ("greedy", "dfs", "bucket") and values[
-            "n_best"] > 1:
-        raise ValueError(f"--decoder {values['decoder']} gives one "
-                         "translation: --n-best must be 1")
-    if (values["max_expansions"] or values["max_seconds"]) and values[
-            "decoder"] not in ("dfs", "bucket"):
-        raise ValueError("--max-expansions and --max-seconds need "
-                         "--decoder dfs or bucket")
-    return SearchOptions(**{field: values[dest]
-                            for dest, (field, _) in _SEARCH_FLAGS.items()})
 
 
 def _refuse_host_decoding(args, where):
@@ -293,14 +219,9 @@ def document_mode(args) -> bool:
 
 
 def _translate_document(args):
-    """Runs `DOCUMENT_PIPELINE`'s `run_translate_document`."""
-    try:
-        module = importlib.import_module(DOCUMENT_PIPELINE)
-    except ModuleNotFoundError as e:
-        if e.name and DOCUMENT_PIPELINE.startswith(e.name):
-            raise ValueError("the document pipeline (package gateway) is "
-                             "not installed") from None
-        raise
+    """Runs the document pipeline (`gnmt_tf.gateway.cli`)."""
+    from gnmt_tf.gateway import cli as document_cli
+
     options = None
     if getattr(args, "model", None):
         options = search_options(args)
@@ -310,71 +231,7 @@ def _translate_document(args):
         raise ValueError("search flags cannot be used with --server and a "
                          "document: the export's translate_with_alignment "
                          "searches with its own options")
-    return module.run_translate_document(args, options)
-
-
-_PREDICTOR_KEYS = ("model", "predictors", "weights", "lm", "ensemble_mode")
-
-
-def add_predictor_arguments(parser):
-    """Adds the predictor flags (`predictor_settings` reads them)."""
-    parser.add_argument(
-        "--predictors", metavar="LIST",
-        help="comma-separated predictors combined log-linearly: nmt (one "
-             "per --model, in order), lm (--lm), wc (word-count bonus); "
-             "default: one nmt per --model")
-    parser.add_argument(
-        "--weights", metavar="LIST",
-        help="comma-separated weights >= 0, one per predictor (default 1)")
-    parser.add_argument("--lm", metavar="FILE",
-                        help="kenlm n-gram model (ARPA or binary) over the "
-                             "target pieces, for the lm predictor (gnmt-tf "
-                             "lm)")
-    parser.add_argument(
-        "--ensemble-mode", choices=["loglinear", "average"], default=None,
-        help="how the nmt predictors combine: loglinear (sum of weighted "
-             "log-probabilities, SGNMT; default) or average (weighted "
-             "average of probabilities)")
-    parser.add_argument(
-        "--predictor-config", metavar="FILE",
-        help="YAML/JSON file with any of model (a list), predictors, "
-             "weights, lm, ensemble_mode; flags override it")
-
-
-def predictor_settings(args):
-    """`(model_dirs, predictors, weights, lm, mode)` from the flags and
-    `--predictor-config` (flags win); predictors, weights and lm None when
-    not given.
-
-    Raises:
-      ValueError: an unknown key in the file, a bad predictor or weight.
-    """
-    from gnmt_tf.predictor_model import parse_predictors, parse_weights
-
-    settings = {}
-    path = getattr(args, "predictor_config", None)
-    if path:
-        from gnmt_tf.config_file import read_settings
-
-        for item in read_settings(path):
-            key, _, value = item.partition("=")
-            if key not in _PREDICTOR_KEYS:
-                raise ValueError(f"{path}: unknown key {key!r}; known: "
-                                 f"{', '.join(_PREDICTOR_KEYS)}")
-            settings[key] = value
-    if "model" in settings:
-        settings["model"] = [m for m in settings["model"].split(",") if m]
-    for key in _PREDICTOR_KEYS:
-        if getattr(args, key, None):
-            settings[key] = getattr(args, key)
-    if isinstance(settings.get("model"), str):  # a command with one --model
-        settings["model"] = [settings["model"]]
-    predictors = settings.get("predictors")
-    weights = settings.get("weights")
-    return (list(settings.get("model") or []),
-            parse_predictors(predictors) if predictors else None,
-            parse_weights(weights) if weights else None,
-            settings.get("lm"), settings.get("ensemble_mode", "loglinear"))
+    return document_cli.run_translate_document(args, options)
 
 
 def load_translator(args):

@@ -23,8 +23,8 @@ import os
 import sys
 
 from gnmt_tf.cli import task_flags
-from gnmt_tf.cli.arg_types import positive_int
-from gnmt_tf.cli.translate import add_search_arguments, given_search_flags
+from gnmt_tf.flags.arg_types import positive_int
+from gnmt_tf.flags.search import add_search_arguments, given_search_flags
 from gnmt_tf.errors import UsageError
 
 EXPORT_METADATA = os.path.join("assets.extra", "gnmt_tf_export.json")
@@ -148,7 +148,7 @@ def _export_task(args, metadata, name):
 
 def _model_dir_handler(args):
     from gnmt_tf.beam_translate.handlers import TranslatorHandler
-    from gnmt_tf.cli.translate import search_options
+    from gnmt_tf.flags.search import search_options
     from gnmt_tf.pretrained import locate
     from gnmt_tf.translator import Translator
 

@@ -1,6 +1,6 @@
 """`gnmt-tf vocab`: train a shared SentencePiece vocabulary."""
 
-from gnmt_tf.cli.arg_types import number, positive_int
+from gnmt_tf.flags.arg_types import number, positive_int
 
 coverage = number(above=0, maximum=1, name="coverage")
 

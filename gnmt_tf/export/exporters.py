@@ -15,11 +15,10 @@ with code 2 saying what is missing without a GPU and TensorRT) and
 import abc
 import sys
 
-from gnmt_tf.cli.arg_types import (non_negative_int, number, positive_float,
-                                   positive_int)
-from gnmt_tf.cli.translate import (add_predictor_arguments,
-                                   add_search_arguments, predictor_settings,
-                                   search_options)
+from gnmt_tf.flags.arg_types import (non_negative_int, number,
+                                     positive_float, positive_int)
+from gnmt_tf.flags.predictors import add_predictor_arguments, predictor_settings
+from gnmt_tf.flags.search import add_search_arguments, search_options
 
 
 class Exporter(abc.ABC):

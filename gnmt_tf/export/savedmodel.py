@@ -59,7 +59,7 @@ import tensorflow as tf
 
 from gnmt_tf.alignment import head_files
 from gnmt_tf.export.step_functions import (WeightsModule, directory_metadata,
-                                   make_step_functions)
+                                           make_step_functions)
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.aligned_search import search_with_alignment
 from gnmt_tf.translator import SearchOptions, Translator

@@ -28,9 +28,9 @@ import numpy as np
 import tensorflow as tf
 
 from gnmt_tf.export.host_metadata import (DEFAULT_MAX_SOURCE_LENGTH, export_lengths,
-                                  export_metadata, growing_cache)
+                                          export_metadata, growing_cache)
 from gnmt_tf.export.step_functions import (WeightsModule, make_step_functions,
-                                   task_encode_function)
+                                           task_encode_function)
 from gnmt_tf.export.tflite_tied_table import dedupe_buffers, share_tied_table
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.host_translator import METADATA_FILE

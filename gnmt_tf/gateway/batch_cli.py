@@ -18,9 +18,9 @@ EXIT_SOME_FAILED = 3
 
 def register(subparsers) -> None:
     from gnmt_tf.gateway.cli import add_backend_arguments
-    from gnmt_tf.cli.arg_types import positive_float, positive_int
-    from gnmt_tf.cli.arg_types import probability
-    from gnmt_tf.cli.translate import add_search_arguments
+    from gnmt_tf.flags.arg_types import positive_float, positive_int
+    from gnmt_tf.flags.arg_types import probability
+    from gnmt_tf.flags.search import add_search_arguments
 
     parser = subparsers.add_parser(
         "translate-documents",

@@ -12,8 +12,8 @@ __all__ = ["register", "run", "run_translate_document"]
 
 
 def register(subparsers) -> None:
-    from gnmt_tf.cli.arg_types import positive_float, positive_int
-    from gnmt_tf.cli.translate import add_search_arguments
+    from gnmt_tf.flags.arg_types import positive_float, positive_int
+    from gnmt_tf.flags.search import add_search_arguments
 
     parser = subparsers.add_parser(
         "gateway", help="HTTP service translating documents (text, HTML)",
@@ -123,7 +123,7 @@ def model_search_options(args, used_with: str):
       ValueError: an n-best list asked for (`used_with` says where it cannot
         be used), or search flags given with --server.
     """
-    from gnmt_tf.cli.translate import given_search_flags, search_options
+    from gnmt_tf.flags.search import given_search_flags, search_options
 
     if args.model:
         options = search_options(args)

@@ -40,7 +40,7 @@ from gnmt_tf.pipeline.edits import Edit, apply_edits
 from gnmt_tf.pipeline.glossary import Glossary
 from gnmt_tf.pipeline.placeholder_mapping import map_placeholders
 from gnmt_tf.pipeline.placeholders import (Entity, Masker, default_mapping,
-                                   placeholder_occurrences)
+                                           placeholder_occurrences)
 from gnmt_tf.pipeline.projection import WordAlignment
 from gnmt_tf.pipeline.results import SentenceResult
 

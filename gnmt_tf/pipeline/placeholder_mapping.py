@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from gnmt_tf.pipeline.placeholders import (PLACEHOLDER_TOKENS, Entity, placeholder,
-                                   placeholder_occurrences)
+                                           placeholder_occurrences)
 
 METHODS = ("order", "attention_argmax", "conv_head")
 _TOKEN_TYPE = {token: token[1:-1] for token in PLACEHOLDER_TOKENS}

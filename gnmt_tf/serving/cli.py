@@ -25,7 +25,7 @@ _MAX_INT32 = 2**31 - 1
 _MAX_SECONDS = 24 * 3600.0
 
 
-# These argparse types mirror gnmt_tf/cli/arg_types.py: `serving` may not
+# These argparse types mirror gnmt_tf/flags/arg_types.py: `serving` may not
 # import `gnmt_tf` (.importlinter), so that the server stays free of the
 # TensorFlow-side packages.
 def _int_in(low, high=_MAX_INT32):

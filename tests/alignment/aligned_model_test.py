@@ -9,10 +9,10 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.alignment.aligned_model import (LINKS_KEY, AlignedTranslationModel,
-                                     alignment_error_rate, dense_links,
-                                     link_pairs, make_aligned_dataset,
-                                     predicted_links, subword_links,
-                                     word_index_of_pieces)
+                                             alignment_error_rate, dense_links,
+                                             link_pairs, make_aligned_dataset,
+                                             predicted_links, subword_links,
+                                             word_index_of_pieces)
 from gnmt_tf.alignment.conv_alignment_head import ConvAlignmentHead
 from gnmt_tf.config import TrainConfig
 from gnmt_tf.training.trainer import compile_model
@@ -75,7 +75,7 @@ def _models():
     from gnmt_tf.models.gnmt.presets import get_preset
     from gnmt_tf.models.gnmt.model import GNMT
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
     config, _ = get_preset("gnmt_tiny")
     yield "gnmt", GNMT(config), None
     transformer = TaskSpaceTranslationModel.from_preset(

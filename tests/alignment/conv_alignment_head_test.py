@@ -8,8 +8,8 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 
 from gnmt_tf.alignment.conv_alignment_head import (ConvAlignmentHead, alignment_loss,
-                                           attention_image, pixel_mask,
-                                           sample_loss_weights)
+                                                   attention_image, pixel_mask,
+                                                   sample_loss_weights)
 
 
 def _masks(source_lengths, target_lengths, s, t):

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from gnmt_tf.alignment.placeholder_translation import (HashPlaceholderMasker,
-                                               PlaceholderTranslator,
-                                               map_placeholders,
-                                               preserved_fraction,
-                                               repair_missing)
+                                                       PlaceholderTranslator,
+                                                       map_placeholders,
+                                                       preserved_fraction,
+                                                       repair_missing)
 from gnmt_tf.alignment.placeholders import PLACEHOLDER_TOKENS, Entity, Masker
 
 N = "⟦NUM⟧"

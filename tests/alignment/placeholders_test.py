@@ -6,9 +6,9 @@ import pytest
 
 from gnmt_tf.alignment.glossary import Glossary, TermMatcher
 from gnmt_tf.alignment.placeholders import (PLACEHOLDER_TOKENS, Entity, Masker,
-                                    augment_with_alignment, default_mapping,
-                                    mapping_from_alignment, mask, placeholder,
-                                    restore)
+                                            augment_with_alignment, default_mapping,
+                                            mapping_from_alignment, mask, placeholder,
+                                            restore)
 
 
 def _types(entities):

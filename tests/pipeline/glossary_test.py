@@ -1,7 +1,7 @@
 import pytest
 
 from gnmt_tf.pipeline.glossary import (Glossary, GlossaryError, GlossaryFile,
-                               as_glossary)
+                                       as_glossary)
 
 TSV = ("# term base\n"
        "dog\tHund\ten-de\n"

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from gnmt_tf.pipeline.markup import (MarkupError, count_elements, restore_markup,
-                             strip_markup)
+                                     strip_markup)
 
 _TAG = re.compile(r"<(/?)g(\d+)>|<x(\d+)/>")
 

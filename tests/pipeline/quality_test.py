@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from gnmt_tf.pipeline.quality import (QualityModel, attention_features,
-                              document_score, features,
-                              round_trip_agreement)
+                                      document_score, features,
+                                      round_trip_agreement)
 from gnmt_tf.pipeline.results import SentenceResult
 
 

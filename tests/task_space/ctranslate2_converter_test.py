@@ -12,7 +12,7 @@ from gnmt_tf.models.task_space.task_space_translation_model import TaskSpaceTran
 ctranslate2 = pytest.importorskip("ctranslate2")
 
 from gnmt_tf.models.task_space.ctranslate2_converter import (  # noqa: E402
-    TaskSpaceCTranslate2Converter)
+                                                             TaskSpaceCTranslate2Converter)
 
 V = 40
 VOCAB = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(4, V)]

@@ -192,20 +192,39 @@ def test_baseline_with_target_language_token(multiway_dir, tmp_path):
 
 
 def test_cli_evaluate_per_direction(trained, multiway_dir, tmp_path, capsys):
+    """`gnmt-tf evaluate --model` scores every direction of a split; the old
+    `task-space evaluate --json` spelling writes the same rows, after a
+    deprecation line."""
     from gnmt_tf.cli.main import main
 
+    common = ["--model", str(trained[0]), "--data-dir", str(multiway_dir),
+              "--split", "test_2017_flickr", "--max-lines", "3",
+              "--beam-size", "1"]
     scores = tmp_path / "scores.json"
-    assert main(["task-space", "evaluate", "--model", str(trained[0]),
-                 "--data-dir", str(multiway_dir), "--split",
-                 "test_2017_flickr", "--max-lines", "3", "--beam-size", "1",
-                 "--json", str(scores)]) == 0
+    assert main(["evaluate", *common, "--scores-json", str(scores)]) == 0
     rows = json.loads(scores.read_text())
     # test_2017_flickr has no Czech: the 6 directions between en, de, fr.
     assert sorted(r["direction"] for r in rows) == sorted(
         ["en-de", "en-fr", "de-en", "de-fr", "fr-en", "fr-de"])
     assert all(r["sentences"] == 3 and r["tags"] == ["caption"]
                for r in rows)
-    assert "mean BLEU over 6 tasks" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "mean BLEU over 6 tasks" in captured.out
+    assert "deprecated" not in captured.err
+
+    old_spelling = tmp_path / "old.json"
+    assert main(["task-space", "evaluate", *common,
+                 "--json", str(old_spelling)]) == 0
+    assert json.loads(old_spelling.read_text()) == rows
+    assert "'task-space evaluate' is deprecated" in capsys.readouterr().err
+
+
+def test_cli_evaluate_needs_one_mode(trained):
+    from gnmt_tf.cli.main import main
+
+    assert main(["evaluate"]) == 2
+    assert main(["evaluate", "--model", str(trained[0]),
+                 "--hyp", "h.txt", "--ref", "r.txt"]) == 2
 
 
 def test_bfloat16_training_keeps_float32_weights(multiway_dir, tmp_path):

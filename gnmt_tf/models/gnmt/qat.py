@@ -21,9 +21,9 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.quantization import (NUM_BITS, FakeQuantMixin,
-                                 LayerQuantizeConfig, QATDense,
-                                 activation_quantizer, fixed_quantizer,
-                                 quantizers, resolve_training)
+                                  LayerQuantizeConfig, QATDense,
+                                  activation_quantizer, fixed_quantizer,
+                                  quantizers, resolve_training)
 from gnmt_tf.config import GNMTConfig
 from gnmt_tf.models.gnmt.additive_attention import AdditiveAttention
 from gnmt_tf.models.gnmt.decoder import GNMTDecoder

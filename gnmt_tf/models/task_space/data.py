@@ -437,7 +437,7 @@ def make_task_dataset(encoded: EncodedExamples, max_tokens, max_length,
     import tensorflow as tf
 
     from gnmt_tf.data.datasets import (
-        batch_by_length, kept_indices, permuted, teacher_forcing_features)
+                                       batch_by_length, kept_indices, permuted, teacher_forcing_features)
 
     keep = kept_indices(encoded.source_ids, encoded.target_ids, max_length)
     if not keep:

@@ -20,8 +20,8 @@ import tensorflow as tf
 import tf_keras as keras
 
 from gnmt_tf.quantization import (FakeQuantMixin, LayerQuantizeConfig,
-                                 QATDense, activation_quantizer,
-                                 fixed_quantizer, quantized_matmul)
+                                  QATDense, activation_quantizer,
+                                  fixed_quantizer, quantized_matmul)
 from gnmt_tf.models.task_space.cached_multi_head_attention import CachedMultiHeadAttention
 from gnmt_tf.models.task_space.shared_embedding import SharedEmbedding
 from gnmt_tf.models.task_space.task_space_translation_model import TaskSpaceTranslationModel

@@ -214,7 +214,7 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
     from gnmt_tf.training import trainer
     from gnmt_tf.training import workers
     from gnmt_tf.models.task_space.task_space_translation_model import (
-        TaskSpaceTranslationModel)
+                                                                        TaskSpaceTranslationModel)
 
     if not chief:  # until the chief has written spm.model and config.json
         workers.barrier(strategy)

@@ -1,10 +1,10 @@
-"""argparse validators of the numeric flags (`gnmt_tf.cli.arg_types`)."""
+"""argparse validators of the numeric flags (`gnmt_tf.flags.arg_types`)."""
 
 import argparse
 
 import pytest
 
-from gnmt_tf.cli import arg_types
+from gnmt_tf.flags import arg_types
 
 
 @pytest.mark.parametrize("parse, text, expected", [

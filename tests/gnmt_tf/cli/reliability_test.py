@@ -1,4 +1,4 @@
-"""Issue 18: the command line fails cleanly (one line, exit 2), never eats
+"""The command line fails cleanly (one line, exit 2), never eats
 its input, refuses what it cannot honour and leaves no half-made output.
 
 Commands run in-process through `gnmt_tf.cli.main.main` (TensorFlow loads
@@ -7,19 +7,9 @@ once for the whole module).
 
 import pytest
 
-from gnmt_tf.cli.main import main
+from tests.gnmt_tf.cli.cli_runner import run
 
 CORPUS = "das Haus ||| the house\ndas Buch ||| the book\n"
-
-
-def run(argv, capsys):
-    """`(exit status, stdout, stderr)` of `gnmt-tf ARGV`."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:  # argparse errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code, err, command, message):

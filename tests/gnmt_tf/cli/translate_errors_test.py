@@ -13,20 +13,10 @@ import sys
 import pytest
 
 from gnmt_tf.checks import MAX_BEAM_SIZE
-from gnmt_tf.cli.main import main
+from tests.gnmt_tf.cli.cli_runner import run
 from gnmt_tf.pretrained import tflite_path
 
 SHIPPED = "multi30k-gnmt-en-de"
-
-
-def run(argv, capsys):
-    """`(exit status, stdout, stderr)` of `gnmt-tf ARGV`."""
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as e:  # argparse errors
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code, err, message):
