@@ -29,7 +29,8 @@ def register(subparsers):
         "--data-config", metavar="FILE",
         help="train on the shards `gnmt-tf data prepare` made: a data "
              "configuration with a 'prepared' directory, or that directory "
-             "(transformer_* presets; instead of --data-dir)")
+             "(instead of --data-dir; a GNMT's corpora are all --src-lang to "
+             "--tgt-lang)")
     parser.add_argument("--src-lang", default="en")
     parser.add_argument("--tgt-lang", default="de")
     parser.add_argument("--config", metavar="FILE",
@@ -106,10 +107,6 @@ def train_gnmt_from_args(args):
     from gnmt_tf.models.gnmt.presets import get_preset
     from gnmt_tf.models.gnmt.training import train_gnmt
 
-    if getattr(args, "data_config", None) is not None:
-        raise ValueError(f"--data-config is not supported by the GNMT "
-                         f"preset {args.preset} yet; use a transformer_* "
-                         "preset, or --data-dir")
     overrides = list(args.overrides)
     if args.minutes is not None:
         overrides.append(f"max_minutes={args.minutes}")
@@ -118,7 +115,8 @@ def train_gnmt_from_args(args):
     result = train_gnmt(args.model_dir, args.data_dir, args.src_lang, args.tgt_lang,
                         model_config, train_config, vocab=args.vocab,
                         strategy=args.strategy, log_every=args.log_every,
-                        init_from=args.init_from)
+                        init_from=args.init_from,
+                        data_config=getattr(args, "data_config", None))
     print(f"trained to step {result.steps} in {result.seconds / 60:.1f} min "
           f"({result.target_tokens_per_s:.0f} target tokens/s); "
           f"model in {args.model_dir}")

@@ -35,11 +35,33 @@ CYCLE_LENGTH = 4
 MIN_MISSES = 10_000
 
 
-def corpus_lines(prepared_dir, corpus_entry, shuffle=True, seed=None):
+def corpus_lines(prepared_dir, corpus_entry, shuffle=True, seed=None,
+                 worker=(0, 1)):
     """The TSV lines of one corpus's shards: file order shuffled (with
-    `shuffle`), `CYCLE_LENGTH` shards read in turn."""
-    files = prepare_lib.shard_paths(prepared_dir, corpus_entry)
-    names = tf.data.Dataset.list_files(files, shuffle=shuffle, seed=seed)
+    `shuffle`), `CYCLE_LENGTH` shards read in turn.
+
+    `worker` = `(index, count)`: with several worker processes each reads
+    every count-th shard file from its index on (of the sorted names, before
+    any shuffle), so the workers read disjoint parts that together are the
+    corpus.
+
+    Raises:
+        ValueError: fewer shard files than workers.
+    """
+    index, count = worker
+    files = sorted(str(f) for f in
+                   prepare_lib.shard_paths(prepared_dir, corpus_entry))
+    if count > 1:
+        if len(files) < count:
+            raise ValueError(
+                f"corpus {corpus_entry.get('name', '?')} has {len(files)} "
+                f"shard(s) for {count} workers; each worker reads whole "
+                "shards: prepare again with a smaller --shard-size")
+        files = files[index::count]
+    # = Dataset.list_files(files, shuffle, seed), without the glob.
+    names = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle:
+        names = names.shuffle(len(files), seed=seed)
     return names.interleave(
         lambda name: tf.data.TextLineDataset(name, compression_type="GZIP"),
         cycle_length=min(len(files), CYCLE_LENGTH), block_length=1,
@@ -55,7 +77,8 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
                   shuffle=True, shuffle_buffer=30000, repeat=True, seed=None,
                   pad_to_bucket=False, bucket_width=None,
                   corpus_features: Optional[Sequence[dict]] = None,
-                  source_prefixes: Optional[Sequence[Sequence[int]]] = None):
+                  source_prefixes: Optional[Sequence[Sequence[int]]] = None,
+                  worker=(0, 1)):
     """The training dataset of a prepared directory.
 
     Args:
@@ -70,6 +93,10 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
         source_prefixes: optional list, one per corpus, of ids put before
             every source (e.g. a target-language token); they count towards
             `max_length`.
+        worker: `(index, count)` of this process among the worker
+            processes (`gnmt_tf.training.workers.data_position`): each reads
+            its own shard files (`corpus_lines`), and `tf.distribute`'s
+            automatic sharding is turned off for the result.
 
     Returns:
         A dataset of `(features, labels)`.
@@ -89,7 +116,7 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
     tokenizer = subwords.tf_tokenizer
     datasets = []
     for index, entry in enumerate(corpora):
-        lines = corpus_lines(prepared_dir, entry, shuffle, seed)
+        lines = corpus_lines(prepared_dir, entry, shuffle, seed, worker)
         if repeat:
             lines = lines.repeat()
         prefix = tf.constant(list(source_prefixes[index])
@@ -113,8 +140,14 @@ def shard_dataset(prepared_dir, subwords, max_tokens, max_length,
                                   reshuffle_each_iteration=True)
     dataset = _keep_fitting(dataset, max_length,
                             max(manifest["counts"]["kept"], MIN_MISSES))
-    return bucket_batches(dataset, max_tokens, max_length, pad_to_bucket,
-                          bucket_width)
+    dataset = bucket_batches(dataset, max_tokens, max_length, pad_to_bucket,
+                             bucket_width)
+    if worker[1] > 1:  # already split by file above
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF)
+        dataset = dataset.with_options(options)
+    return dataset
 
 
 def _example_fn(tokenizer, prefix, constants):

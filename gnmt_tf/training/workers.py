@@ -53,6 +53,19 @@ def is_chief(strategy) -> bool:
             and "chief" not in cluster)
 
 
+def data_position(strategy) -> tuple:
+    """`(index, count)`: this process's place among the worker processes
+    that read training data (`(0, 1)` on one machine). Chief first, then
+    the workers in task order, so every process computes the same split."""
+    if not is_multi_worker(strategy):
+        return 0, 1
+    resolver = strategy.cluster_resolver
+    cluster = resolver.cluster_spec().as_dict()
+    order = [(job, index) for job in ("chief", "worker") if job in cluster
+             for index in range(len(cluster[job]))]
+    return order.index((resolver.task_type, resolver.task_id)), len(order)
+
+
 def _all_reduce_sum(strategy, value):
     """The sum of `value` (a float) over all workers."""
     per_replica = strategy.run(lambda: tf.constant(float(value)))

@@ -17,8 +17,9 @@ from gnmt_tf.training.validation_bleu import BleuSample
 
 def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
                train_config, vocab=None, strategy="default", log_every=100,
-               init_from=None):
-    """Trains (or resumes) a GNMT in `model_dir` on `<data_dir>/train.*`.
+               init_from=None, data_config=None):
+    """Trains (or resumes) a GNMT in `model_dir` on `<data_dir>/train.*`,
+    or, with `data_config`, on the shards `gnmt-tf data prepare` made.
 
     On first use the config is written to `model_dir/config.json`; a resumed
     run reads the architecture from there, so a restart cannot silently change
@@ -33,6 +34,11 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     `init_from` (a GNMT model directory or shipped name) starts a new run
     from that model's weights, architecture and vocabulary
     (`gnmt_tf.training.init_from`); a run that resumes ignores it.
+    `data_config` (a data configuration or its prepared directory, all of
+    whose corpora are `src_lang`-`tgt_lang`) streams the shards
+    (`gnmt_tf.data.shard_dataset`, each worker its own shard files) with
+    the vocabulary trained on a bounded sample of them; there is no
+    validation set then.
     """
     if train_config.precision != "float32":
         # The hand-written LSTM cells keep float32 state; only the
@@ -43,12 +49,32 @@ def train_gnmt(model_dir, data_dir, src_lang, tgt_lang, model_config,
     # happen before any other TensorFlow op of the process.
     strategy = trainer.make_strategy(strategy)
     chief = workers.is_chief(strategy)
-    data_dir = corpus.resolve_data_dir(data_dir)
-    src, tgt = corpus.read_parallel(data_dir, "train", src_lang, tgt_lang)
+    if data_config is not None:
+        data_dir, src, tgt = _shards(data_config, src_lang, tgt_lang), None, None
+    else:
+        data_dir = corpus.resolve_data_dir(data_dir)
+        src, tgt = corpus.read_parallel(data_dir, "train", src_lang, tgt_lang)
     with workers.claim_for_training(model_dir, chief):
         return _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            model_config, train_config, vocab, strategy,
                            log_every, chief, init_from)
+
+
+def _shards(data_config, src_lang, tgt_lang):
+    """The prepared directory of `data_config`, checked to hold only
+    `src_lang`-`tgt_lang` corpora (a GNMT translates one direction)."""
+    from gnmt_tf.data import prepare as prepare_lib
+
+    prepared = prepare_lib.prepared_dir_of(data_config).resolve()
+    manifest = prepare_lib.read_manifest(prepared)
+    others = sorted({f"{c['src_lang']}-{c['tgt_lang']}"
+                     for c in manifest["corpora"]}
+                    - {f"{src_lang}-{tgt_lang}"})
+    if others:
+        raise ValueError(f"{prepared}: corpora in {', '.join(others)}; a GNMT "
+                         f"translates one direction ({src_lang}-{tgt_lang}: "
+                         "--src-lang/--tgt-lang)")
+    return prepared
 
 
 def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
@@ -70,9 +96,13 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
         source_config, vocab, extra[init_lib.INIT_KEY] = init_lib.read_source(
             init_from, "gnmt")
         model_config = from_dict(GNMTConfig, source_config)
-    subwords = trainer.prepare_vocabulary(model_dir, src + tgt,
-                                  model_config.vocabulary_size, vocab,
-                                  write=chief)
+    if src is None:
+        extra["data"] = str(data_dir)
+    sentences = (src + tgt if src is not None
+                 else _sampled_sentences(data_dir, train_config.seed))
+    subwords = trainer.prepare_vocabulary(model_dir, sentences,
+                                          model_config.vocabulary_size, vocab,
+                                          write=chief)
     model_config = dataclasses.replace(
         model_config, vocabulary_size=subwords.vocabulary_size)
     if chief:
@@ -83,13 +113,24 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
     # Seed before the datasets: their shuffles mix the global seed with
     # their own, so a seed left by earlier code would change the order.
     keras.utils.set_random_seed(train_config.seed)
-    dataset = make_dataset(subwords.encode(src), subwords.encode(tgt),
-                           train_config.max_tokens, train_config.max_length,
-                           shuffle_buffer=train_config.shuffle_buffer,
-                           seed=train_config.seed,
-                           **train_config.bucketing())
     validation = bleu_sample = None
+    if src is None:
+        from gnmt_tf.data.shard_dataset import shard_dataset
+
+        dataset = shard_dataset(
+            data_dir, subwords, train_config.max_tokens,
+            train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
+            seed=train_config.seed, worker=workers.data_position(strategy),
+            **train_config.bucketing())
+    else:
+        dataset = make_dataset(subwords.encode(src), subwords.encode(tgt),
+                               train_config.max_tokens, train_config.max_length,
+                               shuffle_buffer=train_config.shuffle_buffer,
+                               seed=train_config.seed,
+                               **train_config.bucketing())
     try:
+        if src is None:  # no validation set among the shards
+            raise FileNotFoundError(data_dir)
         val_src, val_tgt = corpus.read_parallel(data_dir, "val", src_lang, tgt_lang)
         validation = make_dataset(subwords.encode(val_src), subwords.encode(val_tgt),
                                   train_config.max_tokens, train_config.max_length,
@@ -106,3 +147,11 @@ def _train_gnmt(model_dir, data_dir, src, tgt, src_lang, tgt_lang,
                            validation, log_every=log_every,
                            bleu_sample=bleu_sample, subwords=subwords,
                            init_weights=trainer.init_weights_of(extra))
+
+
+def _sampled_sentences(prepared_dir, seed):
+    """Lazily, a bounded random sample of the shards' sentences for the
+    vocabulary (read only when one is trained)."""
+    from gnmt_tf.data.shard_sample import sample_sentences
+
+    yield from sample_sentences(prepared_dir, seed=seed)

@@ -49,7 +49,8 @@ def check_manifest(manifest, config, default_tags):
 
 
 def make_shard_task_dataset(prepared_dir, subwords, config, train_config,
-                            default_tags, use_target_language_token=False):
+                            default_tags, use_target_language_token=False,
+                            worker=(0, 1)):
     """The mixed-direction training dataset of a prepared directory.
 
     Args:
@@ -59,6 +60,8 @@ def make_shard_task_dataset(prepared_dir, subwords, config, train_config,
         train_config: `gnmt_tf.config.TrainConfig` (batching, shuffle, seed).
         default_tags: tags of corpora that declare none.
         use_target_language_token: prepend `<2tgt>` to every source.
+        worker: `(index, count)` of this worker process: it reads its own
+            shard files (`gnmt_tf.data.shard_dataset.corpus_lines`).
 
     Returns:
         A repeating dataset of `(features, labels)` as
@@ -81,4 +84,4 @@ def make_shard_task_dataset(prepared_dir, subwords, config, train_config,
         prepared_dir, subwords, train_config.max_tokens,
         train_config.max_length, shuffle_buffer=train_config.shuffle_buffer,
         seed=train_config.seed, corpus_features=features,
-        source_prefixes=prefixes, **train_config.bucketing())
+        source_prefixes=prefixes, worker=worker, **train_config.bucketing())

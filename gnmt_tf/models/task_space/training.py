@@ -297,7 +297,8 @@ def _train_task_space(model_dir, data_dir, model_config, train_config,
     if train is None:
         dataset = shard_data.make_shard_task_dataset(
             options.data, subwords, model_config, train_config, tags,
-            options.target_language_token)
+            options.target_language_token,
+            worker=workers.data_position(strategy))
     else:
         dataset = data_lib.make_task_dataset(
             data_lib.encode_examples(train, **encode),

@@ -139,3 +139,97 @@ def test_fails_instead_of_filtering_forever(prepared, monkeypatch):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="no sentence pair fits max_length=2"):
         next(iter(dataset))
+
+
+def _expected_pairs(subwords):
+    pairs = list(zip(EN, DE)) + list(zip(DE[:5], EN[:5]))
+    return sorted((tuple(s), tuple(t), ()) for s, t in zip(
+        subwords.encode([p[0] for p in pairs]),
+        subwords.encode([p[1] for p in pairs])))
+
+
+def test_workers_read_disjoint_shards_that_make_the_corpus(prepared):
+    """Two workers' epochs: each pair once, in exactly one worker."""
+    from gnmt_tf.data.shard_dataset import shard_dataset
+
+    out, subwords = prepared
+    parts = [_examples(shard_dataset(
+        out, subwords, max_tokens=64, max_length=32, shuffle=True,
+        shuffle_buffer=4, repeat=False, seed=index, worker=(index, 2)))
+        for index in range(2)]
+    assert all(parts)
+    assert sorted(parts[0] + parts[1]) == _expected_pairs(subwords)
+
+
+def test_more_workers_than_shards_is_an_error(prepared):
+    from gnmt_tf.data.shard_dataset import shard_dataset
+
+    out, subwords = prepared
+    with pytest.raises(ValueError, match="corpus b has 2 shard.s. for 3 "
+                                         "workers"):
+        shard_dataset(out, subwords, max_tokens=64, max_length=32,
+                      worker=(0, 3))
+
+
+# One worker process of a real MultiWorkerMirroredStrategy: its place from
+# the strategy, then one epoch of its part, written as JSON to argv[3].
+_WORKER = """
+import json, sys
+
+import tensorflow as tf
+
+from gnmt_tf.data.shard_dataset import shard_dataset
+from gnmt_tf.text.subword import Subwords
+from gnmt_tf.training import workers
+
+prepared, spm, out = sys.argv[1:4]
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+position = workers.data_position(strategy)
+dataset = shard_dataset(prepared, Subwords(spm), max_tokens=64, max_length=32,
+                        repeat=False, worker=position)
+pairs = []
+for features, labels in dataset:
+    for source, target in zip(features["source_ids"].numpy().tolist(),
+                              labels.numpy().tolist()):
+        pairs.append([[t for t in source if t], [t for t in target if t]])
+with open(out, "w") as f:
+    json.dump({"position": list(position), "pairs": pairs}, f)
+"""
+
+
+def test_two_worker_processes_split_the_corpus(prepared, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.gnmt_tf.training.multi_worker_test import ROOT, _free_ports
+
+    out, subwords = prepared
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    procs = []
+    for index in range(2):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+                       filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {
+                       "type": "worker", "index": index}}),
+                   CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(out),
+             str(subwords.model_path), str(tmp_path / f"w{index}.json")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    try:
+        outputs = [proc.communicate(timeout=300)[0] for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+    for proc, output in zip(procs, outputs):
+        assert proc.returncode == 0, output[-3000:]
+    results = [json.loads((tmp_path / f"w{i}.json").read_text())
+               for i in range(2)]
+    assert [r["position"] for r in results] == [[0, 2], [1, 2]]
+    seen = sorted((tuple(s[:-1]), tuple(t[:-1]), ())
+                  for r in results for s, t in r["pairs"])
+    assert all(r["pairs"] for r in results)
+    assert seen == _expected_pairs(subwords)

@@ -1,5 +1,5 @@
-"""`gnmt-tf train --data-config`: a task-space Transformer trained on
-prepared shards, end to end through the CLI."""
+"""`gnmt-tf train --data-config`: a task-space Transformer and a GNMT
+trained on prepared shards, end to end through the CLI."""
 
 import json
 import os
@@ -61,11 +61,35 @@ def test_train_two_steps_writes_a_checkpoint(data_config, tmp_path):
     assert (model_dir / "spm.model").exists()
 
 
-def test_gnmt_presets_refuse_data_config(data_config, tmp_path):
-    result = _gnmt_tf("train", "--preset", "gnmt_small", "--model-dir",
+def test_gnmt_refuses_corpora_of_other_directions(data_config, tmp_path):
+    result = _gnmt_tf("train", "--preset", "gnmt_tiny", "--model-dir",
                       str(tmp_path / "m"), "--data-config", str(data_config))
     assert result.returncode == 2
-    assert "--data-config is not supported by the GNMT preset" in result.stderr
+    assert "corpora in de-en; a GNMT translates one direction (en-de" in \
+        result.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_gnmt_trains_on_shards(tmp_path):
+    pc.write_text_pair(tmp_path, "a", list(zip(EN, DE)))
+    path = tmp_path / "data.yaml"
+    path.write_text(yaml.safe_dump({"prepared": "prepared", "corpora": [
+        {"src_lang": "en", "tgt_lang": "de", "format": "text",
+         "source": "a.en", "target": "a.de"}]}))
+    assert _gnmt_tf("data", "prepare", "--data-config", str(path),
+                    "--shard-size", "2").returncode == 0
+    model_dir = tmp_path / "model"
+    result = _gnmt_tf("train", "--preset", "gnmt_tiny", "--model-dir",
+                      str(model_dir), "--data-config", str(path),
+                      "--set", "vocabulary_size=60", "--set", "train_steps=2",
+                      "--set", "checkpoint_every=2", "--log-every", "1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "trained to step 2" in result.stdout
+    payload = json.loads((model_dir / "config.json").read_text())
+    assert payload["model_type"] == "gnmt"
+    assert payload["data"] == str((tmp_path / "prepared").resolve())
+    assert (payload["src_lang"], payload["tgt_lang"]) == ("en", "de")
+    assert list((model_dir / "checkpoints").glob("*.index"))
 
 
 def test_unprepared_data_config(tmp_path):
