@@ -34,6 +34,27 @@ def test_presets_match_the_preset_modules():
         model_types.model_type_of_preset("lstm_huge")
 
 
+@pytest.mark.parametrize("family", ["gnmt", "task_space"])
+def test_every_family_has_one_preset_format(family):
+    """`gnmt_tf.models.<family>.presets.get_preset(name)`: the model config
+    and the training settings together, for each of its model type's
+    presets; an unknown name is an error naming the known ones."""
+    import importlib
+
+    from gnmt_tf.config import TrainConfig
+    from gnmt_tf.model_dir import model_classes
+
+    presets = importlib.import_module(f"gnmt_tf.models.{family}.presets")
+    type_name = {"gnmt": "gnmt", "task_space": "task_space_transformer"}[family]
+    _, config_cls = model_classes(type_name)
+    for name in model_types.get_model_type(type_name).presets:
+        model_config, train_config = presets.get_preset(name)
+        assert isinstance(model_config, config_cls)
+        assert isinstance(train_config, TrainConfig)
+    with pytest.raises(ValueError, match="unknown preset 'nope'"):
+        presets.get_preset("nope")
+
+
 def test_quantized_variants():
     assert model_types.quantized_variant("gnmt")[0] == "gnmt_qat"
     assert model_types.quantized_variant("task_space_transformer")[0] == (

@@ -2,7 +2,10 @@
 
 Presets are data: each maps a name to the keyword arguments of
 `gnmt_tf.models.task_space.config.TransformerConfig`. Names carry no sizes (keras-hub style).
-Load one with `TransformerConfig.from_preset(name, **overrides)`.
+Load one with `get_preset(name)`: the model config and the training settings
+that go with it (`TRAIN_PRESETS`), as `gnmt_tf.models.gnmt.presets.get_preset`
+gives a GNMT's; `TransformerConfig.from_preset(name, **overrides)` gives the
+model config alone.
 
 - `transformer_tiny`: for unit tests; builds and runs in milliseconds.
 - `transformer_small`: trains on a 2-core CPU (Multi30k-sized data).
@@ -39,3 +42,39 @@ TRANSFORMER_PRESETS = {
         "max_sequence_length": 256,
     },
 }
+
+
+def _train_presets():
+    from gnmt_tf.config import TrainConfig
+
+    return {
+        "transformer_tiny": TrainConfig(
+            max_tokens=256, max_length=16, learning_rate=1e-2, warmup_steps=10,
+            checkpoint_every=5, shuffle_buffer=64),
+        "transformer_small": TrainConfig(
+            max_tokens=4096, max_length=64, learning_rate=1e-3,
+            warmup_steps=800, label_smoothing=0.1, clip_norm=1.0,
+            bleu_every=500, bleu_lines=20),
+        "transformer_base": TrainConfig(
+            max_tokens=8192, max_length=128, learning_rate=7e-4,
+            warmup_steps=4000, label_smoothing=0.1, clip_norm=1.0,
+            bleu_every=500, bleu_lines=20),
+    }
+
+
+# Training settings that go with each model preset above.
+TRAIN_PRESETS = _train_presets()
+
+
+def get_preset(name):
+    """`(TransformerConfig, TrainConfig)` of the preset `name`.
+
+    Raises:
+        ValueError: an unknown name (naming the known ones).
+    """
+    from gnmt_tf.models.task_space.config import TransformerConfig
+
+    if name not in TRAIN_PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known task-space presets: "
+                         f"{', '.join(sorted(TRAIN_PRESETS))}")
+    return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]

@@ -29,28 +29,15 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.checks import check_number
-from gnmt_tf.config import TrainConfig
 from gnmt_tf.data import corpus
 from gnmt_tf.data import prepare as prepare_lib
 from gnmt_tf.training import init_from as init_lib
 from gnmt_tf.models.task_space import data as data_lib
 from gnmt_tf.models.task_space import registry
 from gnmt_tf.models.task_space.config import TransformerConfig
-
-# Training settings that go with each `gnmt_tf.models.task_space.presets` model preset.
-TRAIN_PRESETS = {
-    "transformer_tiny": TrainConfig(
-        max_tokens=256, max_length=16, learning_rate=1e-2, warmup_steps=10,
-        checkpoint_every=5, shuffle_buffer=64),
-    "transformer_small": TrainConfig(
-        max_tokens=4096, max_length=64, learning_rate=1e-3, warmup_steps=800,
-        label_smoothing=0.1, clip_norm=1.0, bleu_every=500, bleu_lines=20),
-    "transformer_base": TrainConfig(
-        max_tokens=8192, max_length=128, learning_rate=7e-4,
-        warmup_steps=4000, label_smoothing=0.1, clip_norm=1.0,
-        bleu_every=500, bleu_lines=20),
-}
-
+# One preset: the model and the training settings together.
+from gnmt_tf.models.task_space.presets import (TRAIN_PRESETS,  # noqa: F401
+                                               get_preset)
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpaceOptions:
@@ -88,14 +75,6 @@ class TaskSpaceOptions:
                      minimum=0)
         check_number("max_lines", self.max_lines, integer=True, minimum=1,
                      optional=True)
-
-
-def get_preset(name):
-    """`(TransformerConfig, TrainConfig)` for a `transformer_*` preset."""
-    if name not in TRAIN_PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known task-space presets: "
-                         f"{', '.join(sorted(TRAIN_PRESETS))}")
-    return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]
 
 
 def read_task_space_config(model_dir, model_types=registry.MODEL_TYPES):
