@@ -71,8 +71,9 @@ def read_gz(path):
 def write_corpora(work, sizes, seed=1):
     """One pass writes `corpus_<n>.tsv.gz` for each size (prefixes of the
     largest); returns {size: path}."""
-    src = read_gz(DATA_DIR / "train.en.gz")
-    tgt = read_gz(DATA_DIR / "train.de.gz")
+    # A few Multi30k lines hold a tab, which would add a TSV column.
+    src = [s.replace("\t", " ") for s in read_gz(DATA_DIR / "train.en.gz")]
+    tgt = [t.replace("\t", " ") for t in read_gz(DATA_DIR / "train.de.gz")]
     rng = random.Random(seed)
     paths = {n: work / f"corpus_{n}.tsv.gz" for n in sizes}
     files = {n: gzip.open(p, "wt", encoding="utf-8", compresslevel=1)
@@ -188,8 +189,6 @@ def main(argv=None):
                         "(default: a temporary directory, removed)")
     parser.add_argument("--out", default=str(RESULT))
     args = parser.parse_args(argv)
-    from results_file import command_line
-    from gnmt_tf.io_utils import write_text_atomic
 
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     with tempfile.TemporaryDirectory(dir=args.work_dir) as tmp:
@@ -199,12 +198,11 @@ def main(argv=None):
         generate_s = time.perf_counter() - start
         print(f"generated {max(args.sizes):,} pairs in {generate_s:.0f} s",
               flush=True)
-        rows = [measure_size(work, n, corpora[n], args.steps, env)
-                for n in args.sizes]
-    base = rows[0]["target_tokens_per_s"]
+        rows = []
+        for n in args.sizes:
+            rows.append(measure_size(work, n, corpora[n], args.steps, env))
+            write(args.out, result(args, argv, generate_s, rows))
     for row in rows:
-        row["target_tokens_per_s_ratio_to_smallest"] = round(
-            row["target_tokens_per_s"] / base, 3)
         print(f"{row['pairs']:>9,} pairs: prepare {row['prepare_seconds']} s "
               f"({row['prepare_pairs_per_s']:,}/s, "
               f"{row['prepare_peak_rss_mb']} MB), first step "
@@ -212,16 +210,33 @@ def main(argv=None):
               f"{row['peak_rss_mb']} MB, {row['target_tokens_per_s']} tok/s "
               f"({row['target_tokens_per_s_ratio_to_smallest']}x), shards "
               f"{row['disk_mb']} MB", flush=True)
-    result = {
+    print(f"wrote {args.out}")
+    return 0
+
+
+def result(args, argv, generate_s, rows):
+    """The results JSON of the sizes measured so far (written after each,
+    so a run stopped part way keeps them)."""
+    from results_file import command_line
+
+    base = rows[0]["target_tokens_per_s"]
+    for row in rows:
+        row["target_tokens_per_s_ratio_to_smallest"] = round(
+            row["target_tokens_per_s"] / base, 3)
+    return {
         "command": command_line("data_scale.py", argv),
         "machine": f"{os.cpu_count()} CPUs",
         "generate_seconds": round(generate_s, 1),
         "vocabulary": "shipped multi30k-transformer spm.model (--vocab)",
         "sizes": rows,
+        "complete": len(rows) == len(args.sizes),
     }
-    write_text_atomic(args.out, json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 0
+
+
+def write(path, data):
+    from gnmt_tf.io_utils import write_text_atomic
+
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 if __name__ == "__main__":
