@@ -21,6 +21,7 @@ Examples:
     gnmt-tf evaluate --model runs/ts --wmt22-dir /path/to/wmt22
 """
 
+import functools
 import os
 import sys
 
@@ -102,7 +103,7 @@ def register(subparsers):
     evaluate = sub.add_parser(
         "evaluate", help="translate test sets and print sacreBLEU per "
                          "direction (and WMT22 domain)")
-    from gnmt_tf.cli.evaluate import add_model_arguments
+    from gnmt_tf.flags.evaluation import add_model_arguments
 
     add_model_arguments(evaluate, json_flag="--json")
     translate_cli.add_search_arguments(evaluate)
@@ -112,6 +113,7 @@ def register(subparsers):
 def _deprecated(run, action):
     """`run`, after one line saying `gnmt-tf task-space ACTION` is now
     `gnmt-tf ACTION` (kept working for one release)."""
+    @functools.wraps(run)
     def run_deprecated(args):
         print(f"gnmt-tf: 'task-space {action}' is deprecated and will be "
               f"removed in the next release; use 'gnmt-tf {action}' (same "

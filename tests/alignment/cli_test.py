@@ -88,7 +88,7 @@ def test_subprocess_pipeline(tmp_path):
     corpus.write_text(CORPUS)
     script = (
         "import argparse, sys\n"
-        "from alignment import cli\n"
+        "from gnmt_tf.alignment import cli\n"
         "parser = argparse.ArgumentParser(prog='gnmt-tf')\n"
         "cli.register(parser.add_subparsers())\n"
         "args = parser.parse_args(sys.argv[1:])\n"

@@ -36,7 +36,7 @@ def test_quantizers():
     import tensorflow as tf
     import tensorflow_model_optimization as tfmot
 
-    from gnmt_tf.export import gnmt_qat
+    from gnmt_tf.models.gnmt import qat as gnmt_qat
 
     quantizers = tfmot.quantization.keras.quantizers
     lstm = gnmt_qat.QATLSTM(4)

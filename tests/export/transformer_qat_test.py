@@ -49,7 +49,7 @@ def qat_model(ts_model_dir, batches):
 def test_quantizers(qat_model):
     import tensorflow_model_optimization as tfmot
 
-    from gnmt_tf.export import transformer_qat
+    from gnmt_tf.models.task_space import qat as transformer_qat
 
     quantizers = tfmot.quantization.keras.quantizers
     layer = qat_model.decoder_layers[0]

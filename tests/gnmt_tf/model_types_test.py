@@ -36,7 +36,7 @@ def test_presets_match_the_preset_modules():
 
 @pytest.mark.parametrize("family", ["gnmt", "task_space"])
 def test_every_family_has_one_preset_format(family):
-    """`gnmt_tf.models.<family>.presets.get_preset(name)`: the model config
+    """The family's `get_preset(name)`: the model config
     and the training settings together, for each of its model type's
     presets; an unknown name is an error naming the known ones."""
     import importlib
@@ -44,7 +44,9 @@ def test_every_family_has_one_preset_format(family):
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.model_dir import model_classes
 
-    presets = importlib.import_module(f"gnmt_tf.models.{family}.presets")
+    presets = importlib.import_module(
+        {"gnmt": "gnmt_tf.models.gnmt.presets",
+         "task_space": "gnmt_tf.models.task_space.training"}[family])
     type_name = {"gnmt": "gnmt", "task_space": "task_space_transformer"}[family]
     _, config_cls = model_classes(type_name)
     for name in model_types.get_model_type(type_name).presets:

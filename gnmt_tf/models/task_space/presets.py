@@ -2,10 +2,11 @@
 
 Presets are data: each maps a name to the keyword arguments of
 `gnmt_tf.models.task_space.config.TransformerConfig`. Names carry no sizes (keras-hub style).
-Load one with `get_preset(name)`: the model config and the training settings
-that go with it (`TRAIN_PRESETS`), as `gnmt_tf.models.gnmt.presets.get_preset`
-gives a GNMT's; `TransformerConfig.from_preset(name, **overrides)` gives the
-model config alone.
+`gnmt_tf.models.task_space.training.get_preset(name)` gives the model config
+and the training settings that go with it (`TRAIN_PRESETS`), as
+`gnmt_tf.models.gnmt.presets.get_preset` gives a GNMT's;
+`TransformerConfig.from_preset(name, **overrides)` gives the model config
+alone.
 
 - `transformer_tiny`: for unit tests; builds and runs in milliseconds.
 - `transformer_small`: trains on a 2-core CPU (Multi30k-sized data).
@@ -64,17 +65,3 @@ def _train_presets():
 
 # Training settings that go with each model preset above.
 TRAIN_PRESETS = _train_presets()
-
-
-def get_preset(name):
-    """`(TransformerConfig, TrainConfig)` of the preset `name`.
-
-    Raises:
-        ValueError: an unknown name (naming the known ones).
-    """
-    from gnmt_tf.models.task_space.config import TransformerConfig
-
-    if name not in TRAIN_PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known task-space presets: "
-                         f"{', '.join(sorted(TRAIN_PRESETS))}")
-    return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]

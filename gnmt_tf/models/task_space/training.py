@@ -36,8 +36,7 @@ from gnmt_tf.models.task_space import data as data_lib
 from gnmt_tf.models.task_space import registry
 from gnmt_tf.models.task_space.config import TransformerConfig
 # One preset: the model and the training settings together.
-from gnmt_tf.models.task_space.presets import (TRAIN_PRESETS,  # noqa: F401
-                                               get_preset)
+from gnmt_tf.models.task_space.presets import TRAIN_PRESETS
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpaceOptions:
@@ -75,6 +74,18 @@ class TaskSpaceOptions:
                      minimum=0)
         check_number("max_lines", self.max_lines, integer=True, minimum=1,
                      optional=True)
+
+
+def get_preset(name):
+    """`(TransformerConfig, TrainConfig)` of the preset `name`.
+
+    Raises:
+        ValueError: an unknown name (naming the known ones).
+    """
+    if name not in TRAIN_PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known task-space presets: "
+                         f"{', '.join(sorted(TRAIN_PRESETS))}")
+    return TransformerConfig.from_preset(name), TRAIN_PRESETS[name]
 
 
 def read_task_space_config(model_dir, model_types=registry.MODEL_TYPES):
