@@ -151,8 +151,10 @@ class Seq2SeqModelBase:
         `config.json`; nothing to read by default."""
 
     def compiled_step_context(self):
-        """The context `Translator(..., jit_compile_search=True)` traces the
-        search in; nothing by default."""
+        """The context a compiled step is traced in: the search of
+        `Translator(..., jit_compile_search=True)` and the `decode_step` of
+        a TFLite export (`gnmt_tf.export.tflite.convert`); nothing by
+        default."""
         return contextlib.nullcontext()
 
 

@@ -3,7 +3,8 @@
 The one place for test data and tiny trained models: the toy corpus
 (`toy_corpus`, `toy_data_dir`), the synthetic 4-way corpus (`multiway_dir`),
 each model family's tiny trained model directory (`tiny_model_dir`,
-`ts_model_dir`), and the model-family harness's fixtures (`model_families`,
+`ts_model_dir`, and `example_model_dir` of the example family that shows
+what adding a family takes), and the model-family harness's fixtures (`model_families`,
 `family`, `qat_family`; see `tests/harness/model_families.py`). Training,
 exporting and loading an export in a fresh process take seconds each, so
 all are session-scoped.
@@ -252,6 +253,42 @@ def ts_baseline_model_dir(multiway_dir, tmp_path_factory):
                                       target_language_token=True),
                      log_every=1000)
     return model_dir
+
+
+# --- a third model family, outside gnmt_tf (tests/harness/example_family) ---
+
+
+@pytest.fixture(scope="session")
+def example_family_installed(tmp_path_factory):
+    """Declares the example family's model type as an installed package
+    would: a `.dist-info` with an ``entry_points.txt`` of the group
+    ``gnmt_tf.model_types``, on `sys.path` for the session."""
+    from gnmt_tf import model_types
+
+    site = tmp_path_factory.mktemp("site")
+    info = site / "gnmt_tf_example_family-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: gnmt-tf-example-family\n"
+        "Version: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[{model_types.ENTRY_POINT_GROUP}]\n"
+        "example_gru = example_family.registry:EXAMPLE_GRU\n")
+    sys.path.append(str(site))
+    model_types.model_types.cache_clear()
+    yield
+    sys.path.remove(str(site))
+    model_types.model_types.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def example_model_dir(example_family_installed, tmp_path_factory):
+    """The example family's model trained on the toy corpus (`model.fit`)."""
+    from example_family.training import train_example_model
+
+    return train_example_model(tmp_path_factory.mktemp("example_model"),
+                               toy_pairs())
+
 
 
 # --- the model-family harness (tests/harness) --------------------------------

@@ -256,6 +256,9 @@ class AlignedTranslationModel(Seq2SeqModelBase, keras.Model):
     def step(self, ids, state):
         return self.translation_model.step(ids, state)
 
+    def compiled_step_context(self):
+        return self.translation_model.compiled_step_context()
+
     @property
     def max_target_length(self):
         return self.translation_model.max_target_length

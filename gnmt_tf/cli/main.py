@@ -2,9 +2,8 @@
 
 Each subcommand module has `register(subparsers)` and a `run(args) -> int`; this
 module only parses flags and dispatches. TensorFlow is imported inside `run`, so
-`gnmt-tf --help` is instant. Subcommands of the other packages (`align`,
-`export`, `serve`, ...) are discovered by importing their `cli` modules, which
-must stay as light.
+`gnmt-tf --help` is instant. The other packages' subcommands (`align`,
+`export`, `serve`, ...) are their `cli` modules, which must stay as light.
 
 The native libraries' log lines (TensorFlow's start-up lines, LiteRT's) are
 kept off stderr unless `gnmt-tf --verbose` (`gnmt_tf.cli.native_logs`), so
@@ -13,21 +12,28 @@ exit status 2, a warning one line (`warning: ...`).
 """
 
 import argparse
-import importlib
 import sys
 import warnings
 
 from gnmt_tf.cli import native_logs
 from gnmt_tf.errors import UsageError
 
-CORE_COMMANDS = ("gnmt_tf.cli.data", "gnmt_tf.cli.vocab", "gnmt_tf.cli.train",
-                 "gnmt_tf.cli.translate", "gnmt_tf.cli.translate_beam",
-                 "gnmt_tf.cli.evaluate",
-                 "gnmt_tf.cli.quickstart", "gnmt_tf.cli.average",
-                 "gnmt_tf.cli.models", "gnmt_tf.cli.plot", "gnmt_tf.cli.lm")
-PLUGIN_COMMANDS = ("gnmt_tf.alignment.cli", "gnmt_tf.export.cli", "gnmt_tf.gateway.cli",
-                   "gnmt_tf.gateway.batch_cli", "gnmt_tf.pipeline.cli",
-                   "gnmt_tf.serving.cli", "gnmt_tf.cli.task_space")
+from gnmt_tf.alignment import cli as align_cli
+from gnmt_tf.cli import (average, data, evaluate, lm, models, plot,
+                         quickstart, task_space, train, translate,
+                         translate_beam, vocab)
+from gnmt_tf.export import cli as export_cli
+from gnmt_tf.gateway import batch_cli as gateway_batch_cli
+from gnmt_tf.gateway import cli as gateway_cli
+from gnmt_tf.pipeline import cli as pipeline_cli
+from gnmt_tf.serving import cli as serve_cli
+
+# Each has `register(subparsers)`, in `gnmt-tf --help`'s order; all are light
+# (TensorFlow is imported in `run`).
+COMMAND_MODULES = (data, vocab, train, translate, translate_beam, evaluate,
+                   quickstart, average, models, plot, lm, align_cli,
+                   export_cli, gateway_cli, gateway_batch_cli, pipeline_cli,
+                   serve_cli, task_space)
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -51,15 +57,8 @@ def build_parser():
              "(TensorFlow's start-up lines, LiteRT's), hidden by default")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in CORE_COMMANDS + PLUGIN_COMMANDS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name and name.startswith(e.name):
-                continue  # optional package not present
-            raise
-        if hasattr(module, "register"):
-            module.register(subparsers)
+    for module in COMMAND_MODULES:
+        module.register(subparsers)
     return parser
 
 

@@ -18,6 +18,7 @@ int8 is listed in `gnmt_tf.models.gnmt.qat` and `gnmt_tf.models.task_space.qat`;
 `int8_report` lists a converted model's tensor types.
 """
 
+import contextlib
 import json
 import pathlib
 import tempfile
@@ -36,7 +37,6 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.host_translator import METADATA_FILE
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 from gnmt_tf.io_utils import write_text_atomic
-from gnmt_tf.models.task_space.cached_multi_head_attention import one_query_products
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16", "int8")
 SIGNATURE_KEYS = ("encode", "decode_step")
@@ -171,9 +171,9 @@ def convert(model, quantization="float32", max_source_length=None,
       share_table: bool. ``int8``: store a tied embedding table once
         (`gnmt_tf.export.tflite_tied_table`); False keeps the converter's copies.
       fixed_shapes: bool. See `StepModule`.
-      attention_products: bool. The Transformer's `decode_step` attends
-        with broadcast products and sums instead of einsums
-        (`gnmt_tf.models.task_space.cached_multi_head_attention.one_query_products`):
+      attention_products: bool. Trace `decode_step` in the model's
+        `compiled_step_context()` (False: its plain step). The Transformer
+        then attends with broadcast products and sums instead of einsums:
         1.21x faster translation at batch 32 and 1.10x at batch 1 on the
         shipped model, same outputs (`benchmarks/one_query_attention.py`).
       cache_block: int or None. See `StepModule`.
@@ -201,7 +201,9 @@ def convert(model, quantization="float32", max_source_length=None,
     # An int8 `encode` of several sentences gives each slightly different
     # states than encoding it alone (the shipped Transformer: 37.77 against
     # 38.09 BLEU, in chunks of 32 test sentences), so int8 keeps batch 1.
-    with one_query_products(attention_products):  # read as steps trace
+    context = (model.compiled_step_context() if attention_products
+               else contextlib.nullcontext())
+    with context:  # read as the steps trace
         module = StepModule(
             model, *export_lengths(model, max_source_length,
                                    max_target_length, fixed_shapes,

@@ -11,7 +11,9 @@ their family (the `model_families` fixture), so each export is built once
 per session.
 
 Adding a family: a session fixture training its tiny model directory in
-`tests/conftest.py`, and one `ModelFamily` in `FAMILIES` below.
+`tests/conftest.py`, and one `ModelFamily` in `FAMILIES` below. The family
+`example_gru` (`tests/harness/example_family`) is such a family declared
+outside `gnmt_tf`, as a plugin package would declare one.
 """
 
 import dataclasses
@@ -161,6 +163,18 @@ FAMILIES = (
         savedmodel=dict(beam_size=2, length_penalty=1.0, coverage_penalty=0.2,
                         beam_sizes=(1,), warmup=()),
         step_attention=_last_layer_mean),
+    ModelFamily(
+        # A family declared outside gnmt_tf (tests/harness/example_family),
+        # found through its entry point like an installed plugin.
+        name="example_gru",
+        model_dir="example_model_dir",
+        requests=(({}, ("A big dog runs.", "A small cat eats.",
+                        "A young girl plays.", "   ",
+                        "A man runs and a dog sleeps.")),),
+        searches=(dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2),
+                  dict(beam_size=1, length_penalty=0.0, coverage_penalty=0.0)),
+        savedmodel=dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2,
+                        beam_sizes=(1,), warmup=("A big dog runs.",))),
 )
 FAMILIES_BY_NAME = {f.name: f for f in FAMILIES}
 QAT_FAMILIES = tuple(f for f in FAMILIES if f.qat_data)
