@@ -412,7 +412,7 @@ def main(argv=None):
     wmt = {}
     wmt_detail = {}
     if args.wmt22_dir:
-        from gnmt_tf.models.task_space.data import read_wmt22_tsv
+        from gnmt_tf.data.multiway import read_wmt22_tsv
         for src, tgt in (("de", "fr"), ("fr", "de")):
             rows = read_wmt22_tsv(pathlib.Path(args.wmt22_dir)
                                   / f"generaltest2022.{src}-{tgt}.tsv")

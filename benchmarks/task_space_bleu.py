@@ -136,7 +136,7 @@ def evaluate(args, name):
     cached in `<run>/bleu.json`."""
     from gnmt_tf.evaluation import score_corpus
     from gnmt_tf.translator import SearchOptions, Translator
-    from gnmt_tf.models.task_space import data as data_lib
+    from gnmt_tf.data import multiway as data_lib
 
     run_dir = pathlib.Path(args.runs_dir) / name
     cache = run_dir / "bleu.json"
@@ -180,7 +180,7 @@ def evaluate(args, name):
 def direction_embeddings(run_dir):
     """`{side: (labels, [12, d] array)}` of `E_src[s] + E_tgt[t]`."""
     from gnmt_tf.model_dir import load_model
-    from gnmt_tf.models.task_space.data import all_directions
+    from gnmt_tf.data.multiway import all_directions
 
     model, _, _ = load_model(run_dir)
     config = model.config

@@ -375,7 +375,7 @@ def _bound_spec(args, model_dir):
 
     from gnmt_tf.config import TrainConfig
     from gnmt_tf.text.subword import Subwords
-    from gnmt_tf.models.task_space import data as data_lib
+    from gnmt_tf.data import multiway as data_lib
     from gnmt_tf.models.task_space.config import TransformerConfig
 
     payload = json.loads((model_dir / "config.json").read_text())

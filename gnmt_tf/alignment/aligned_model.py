@@ -17,7 +17,7 @@ label position `t` (the `t`-th target subword, whose attention row is
 computed from decoder input `t`), column `s` is source subword `s`; the
 appended EOS/BOS positions carry no links. `make_aligned_dataset` is
 `gnmt_tf.data.datasets.make_dataset` (and, with task inputs,
-`gnmt_tf.models.task_space.data.make_task_dataset`) plus a dense `[B, T, S]` link matrix.
+`gnmt_tf.data.multiway.make_task_dataset`) plus a dense `[B, T, S]` link matrix.
 
 Gradient into the attention: by default (`stop_gradient=True`) the head reads
 the attention maps as constants, so the alignment loss trains the head only

@@ -194,8 +194,8 @@ def evaluate_from_args(args):
         raise ValueError("--model is required")
     from gnmt_tf.flags.search import search_options
     from gnmt_tf.data import corpus
-    from gnmt_tf.models.task_space import data as data_lib
-    from gnmt_tf.models.task_space.evaluation import (evaluate_tasks, format_rows,
+    from gnmt_tf.data import multiway as data_lib
+    from gnmt_tf.evaluation.by_task import (evaluate_tasks, format_rows,
                                                       group_by_task)
     from gnmt_tf.io_utils import check_output_file
     from gnmt_tf.models.task_space.training import read_task_space_config

@@ -13,7 +13,7 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.config import apply_overrides
 from gnmt_tf.text.subword import Subwords
 from gnmt_tf.translator import SearchOptions
-from gnmt_tf.models.task_space import data as data_lib
+from gnmt_tf.data import multiway as data_lib
 from gnmt_tf.models.task_space.training import TaskSpaceOptions
 from gnmt_tf.models.task_space.training import get_preset
 from gnmt_tf.models.task_space.training import read_task_space_config

@@ -9,7 +9,7 @@ top of `gnmt_tf.data.shard_dataset`'s streaming batches.
 """
 
 from gnmt_tf.data import prepare as prepare_lib
-from gnmt_tf.models.task_space import data as data_lib
+from gnmt_tf.data import multiway as data_lib
 
 
 def corpus_directions(manifest) -> list:
@@ -65,7 +65,7 @@ def make_shard_task_dataset(prepared_dir, subwords, config, train_config,
 
     Returns:
         A repeating dataset of `(features, labels)` as
-        `gnmt_tf.models.task_space.data.make_task_dataset`'s.
+        `gnmt_tf.data.multiway.make_task_dataset`'s.
     """
     from gnmt_tf.data.shard_dataset import shard_dataset
 

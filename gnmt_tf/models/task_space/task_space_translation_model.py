@@ -41,7 +41,7 @@ class TaskSpaceTranslationModel(TaskSpaceTransformer):
         """Reads what the model's inputs need from its directory
         (`payload` is its `config.json`): the `<2xx>` token ids of a model
         trained with them, and a trained direction as `default_task`."""
-        from gnmt_tf.models.task_space import data as data_lib
+        from gnmt_tf.data import multiway as data_lib
 
         options = payload.get("task_space", {})
         languages = self.config.languages

@@ -32,7 +32,7 @@ from gnmt_tf.checks import check_number
 from gnmt_tf.data import corpus
 from gnmt_tf.data import prepare as prepare_lib
 from gnmt_tf.training import init_from as init_lib
-from gnmt_tf.models.task_space import data as data_lib
+from gnmt_tf.data import multiway as data_lib
 from gnmt_tf.models.task_space import registry
 from gnmt_tf.models.task_space.config import TransformerConfig
 # One preset: the model and the training settings together.
@@ -47,7 +47,7 @@ class TaskSpaceOptions:
 
     Attributes:
         directions: direction spec (`all`, `en-de,en-fr`,
-            `all-except:fr-cs,cs-fr`; see `gnmt_tf.models.task_space.data`), or None:
+            `all-except:fr-cs,cs-fr`; see `gnmt_tf.data.multiway`), or None:
             the saved one when resuming, else `all`.
         tags: comma-separated scene tags of every Multi30k example.
         target_language_token: prepend `<2tgt>` to every source (the
@@ -334,7 +334,7 @@ def _bleu_sample(examples, lines):
     """The first `lines` validation pairs of each task, for the BLEU that
     `trainer.fit` reports every `bleu_every` steps."""
     from gnmt_tf.training.validation_bleu import BleuGroup, BleuSample
-    from gnmt_tf.models.task_space.evaluation import group_by_task
+    from gnmt_tf.evaluation.by_task import group_by_task
 
     groups = []
     for (src, tgt, tags), indices in group_by_task(examples).items():

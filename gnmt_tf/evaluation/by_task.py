@@ -29,7 +29,7 @@ def evaluate_tasks(translator, examples, options=SearchOptions(),
 
     Args:
         translator: `gnmt_tf.translator.Translator` of a task-space model.
-        examples: `gnmt_tf.models.task_space.data.TaskExamples` (references = targets).
+        examples: `gnmt_tf.data.multiway.TaskExamples` (references = targets).
         options: `gnmt_tf.translator.SearchOptions`.
         batch_size: sentences per search call.
         tags: tuple or None. Translate with these tags instead of each

@@ -1,4 +1,5 @@
-"""Multi-direction, multi-scene data for the task-space Transformer.
+"""Multi-direction, multi-scene data, for models with task inputs (the
+task-space Transformer).
 
 A *task example* is a sentence pair plus its task: source language, target
 language and a set of scene tags. This module reads them from

@@ -1,11 +1,11 @@
-"""Tests for gnmt_tf.models.task_space.data: directions, Multi30k/WMT22 loaders, dataset."""
+"""Tests for gnmt_tf.data.multiway: directions, Multi30k/WMT22 loaders, dataset."""
 
 import pathlib
 
 import numpy as np
 import pytest
 
-from gnmt_tf.models.task_space import data
+from gnmt_tf.data import multiway as data
 from gnmt_tf.models.task_space.config import TransformerConfig
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
