@@ -16,6 +16,7 @@ from gnmt_tf.text.subword import Subwords, train_sentencepiece
 from gnmt_tf.training import callbacks as callbacks_lib
 from gnmt_tf.training import init_from as init_lib
 from gnmt_tf.training import workers
+from gnmt_tf.training.input_position import INPUT_DIR, InputPosition
 from gnmt_tf.training.losses import MaskedAccuracy, MaskedCrossEntropy, TargetTokens
 from gnmt_tf.training.schedules import WarmupRsqrtDecay
 from gnmt_tf.training.summaries import TrainingRecord
@@ -158,6 +159,11 @@ def _fit(model, train_config, dataset, model_dir, write_dir, chief,
     callbacks = [progress,
                  callbacks_lib.StepCheckpoint(manager, train_config.checkpoint_every,
                                               progress_path, progress),
+                 InputPosition(
+                     pathlib.Path(model_dir) / model_dir_lib.CHECKPOINT_DIR
+                     / INPUT_DIR, train_config.checkpoint_every, step,
+                     worker=workers.data_position(model.distribute_strategy)[0],
+                     keep=train_config.keep_checkpoints),
                  callbacks_lib.StopAtStep(train_config.train_steps),
                  callbacks_lib.ValidationReport(
                      record.record if record else None),

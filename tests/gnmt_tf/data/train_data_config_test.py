@@ -59,6 +59,20 @@ def test_train_two_steps_writes_a_checkpoint(data_config, tmp_path):
     assert options["directions"] == "en-de,de-en"
     assert options["data"] == str((data_config.parent / "prepared").resolve())
     assert (model_dir / "spm.model").exists()
+    # The input stream's position is saved with the checkpoint, and a
+    # resumed run goes on from it (tests/gnmt_tf/training/input_position_test.py).
+    assert "cannot save the input position" not in result.stderr
+    assert (model_dir / "checkpoints" / "input" / "worker-0-2.index").exists()
+    result = _gnmt_tf("train", "--preset", "transformer_tiny",
+                      "--model-dir", str(model_dir),
+                      "--data-config", str(data_config),
+                      "--set", "vocabulary_size=60", "--set", "train_steps=4",
+                      "--set", "max_length=40",
+                      "--set", "max_sequence_length=48",
+                      "--set", "checkpoint_every=2", "--log-every", "1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "input stream resumed at step 2" in result.stderr
+    assert "trained to step 4" in result.stdout
 
 
 def test_gnmt_refuses_corpora_of_other_directions(data_config, tmp_path):
