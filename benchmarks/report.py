@@ -89,6 +89,10 @@ TITLES = {
     "search_errors": ("Search errors of beam search",
                       "How often beam search misses the model's best output "
                       "(exact depth-first search)."),
+    "data_path_parity": ("Streaming data path against the in-memory reader",
+                         "The same Multi30k en-de training through both data "
+                         "paths, two seeds each: val BLEU, and the seed "
+                         "spread it is compared with."),
     "data_scale": ("Training data at scale",
                    "The streaming data path from 1k to 5M synthetic sentence "
                    "pairs: prepare speed and memory, time to the first "

@@ -32,7 +32,6 @@ With a float32 model the translations are those of
 the runtimes.
 """
 
-import dataclasses
 import errno
 import json
 import os
@@ -42,6 +41,8 @@ import numpy as np
 
 from gnmt_tf.decoding.host_beam_search import beam_search_batch
 from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
+from gnmt_tf.translation import (Hypothesis, SearchOptions,  # noqa: F401
+                                 search_options)
 
 METADATA_FILE = "model.json"  # written by gnmt_tf.export.tflite / gnmt_tf.export.onnx_export
 VOCABULARY_FILE = "spm.model"
@@ -129,14 +130,6 @@ def _load_vocabulary(path, model_path):
     except (RuntimeError, OSError) as e:  # sentencepiece's load errors
         raise ValueError(f"{path} is not a SentencePiece model "
                          f"({' '.join(str(e).split())})") from None
-
-
-@dataclasses.dataclass(frozen=True)
-class Hypothesis:
-    """One translation: its text and its search score."""
-
-    text: str
-    score: float
 
 
 class HostTranslator:
@@ -351,12 +344,15 @@ class HostTranslator:
                   for name, value in ids.items() if name in self.encode_inputs}
         return prefix, arrays
 
-    def translate_nbest(self, sentences, beam_size=5, length_penalty=0.6,
-                        coverage_penalty=0.0, num_hypotheses=1,
-                        max_length_ratio=2.0, beam_width=None,
-                        batch_size=None, **task):
-        """Translates `sentences`, giving `num_hypotheses` `Hypothesis` each.
+    def translate_nbest(self, sentences, options=None, batch_size=None,
+                        **task):
+        """Translates `sentences`, giving `options.num_hypotheses`
+        `Hypothesis` each (the `gnmt_tf.translation.TranslationBackend`
+        protocol).
 
+        `options` is a `SearchOptions` (default: its defaults), or its
+        fields come as keywords (`beam_size=4`); the host search runs the
+        beam decoder (greedy at beam 1) with GNMT's early stopping.
         `task` holds the model's task arguments by name (e.g. `src_lang="en",
         tgt_lang="fr", tags="caption"`; none for GNMT). Blank inputs give one
         empty hypothesis with score 0 and never reach the model. Sentences
@@ -367,14 +363,24 @@ class HostTranslator:
         Raises:
           TypeError: `sentences` is a str, or an input is not a `str`.
           ValueError: a bad task argument, an input longer than the
-            model's source length, or `batch_size` < 1.
+            model's source length, `batch_size` < 1, or search options the
+            host search does not run (another decoder or early stopping).
         """
+        options, task = search_options(options, **task)
+        if (options.decoder not in ("beam", "greedy")
+                or options.early_stopping != "gnmt"):
+            raise ValueError(
+                "the host search runs the beam and greedy decoders with "
+                f"early_stopping 'gnmt' (got decoder {options.decoder!r}, "
+                f"early_stopping {options.early_stopping!r})")
+        beam_size = 1 if options.decoder == "greedy" else options.beam_size
         prefix, arrays = self.task_arrays(**task)
-        search_args = dict(beam_size=beam_size, length_penalty=length_penalty,
-                           coverage_penalty=coverage_penalty,
-                           num_hypotheses=num_hypotheses,
-                           max_length_ratio=max_length_ratio,
-                           beam_width=beam_width)
+        search_args = dict(beam_size=beam_size,
+                           length_penalty=options.length_penalty,
+                           coverage_penalty=options.coverage_penalty,
+                           num_hypotheses=options.num_hypotheses,
+                           max_length_ratio=options.max_length_ratio,
+                           beam_width=options.beam_width)
         if isinstance(sentences, str):
             raise TypeError("sentences must be a list of str, not a str")
         if batch_size is not None and int(batch_size) < 1:
@@ -411,10 +417,8 @@ class HostTranslator:
                                          score) for ids, score in pairs]
         return results
 
-    def translate(self, sentences, beam_size=5, length_penalty=0.6,
-                  coverage_penalty=0.0, max_length_ratio=2.0,
-                  batch_size=None, **task):
-        """Translates `sentences` (list of str) to their best translations."""
+    def translate(self, sentences, options=None, batch_size=None, **task):
+        """Translates `sentences` (list of str) to their best translations
+        (`options` and `task` as `translate_nbest`)."""
         return [hyps[0].text for hyps in self.translate_nbest(
-            sentences, beam_size, length_penalty, coverage_penalty, 1,
-            max_length_ratio, batch_size=batch_size, **task)]
+            sentences, options, batch_size, **task)]

@@ -7,17 +7,16 @@ clear errors, batching of similar-length sentences (GNMT §7) and restoring the
 input order.
 """
 
-import dataclasses
-import numbers
-import typing
-
 import numpy as np
 import tensorflow as tf
 
 from gnmt_tf import seq2seq_model
 from gnmt_tf.checks import check_number
 from gnmt_tf.decoding import beam_search, greedy_search, xla_step
-from gnmt_tf.decoding.beam_search import EARLY_STOPPING_MODES
+# One search options type and one result type for every translator
+# (`gnmt_tf.translation`); imported from here as well.
+from gnmt_tf.translation import (DECODERS, GRAPH_DECODERS, Hypothesis,  # noqa: F401
+                                 SearchOptions, search_options)
 
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
@@ -26,89 +25,6 @@ DEFAULT_MAX_SOURCE_LENGTH = 250
 # this: XLA compiles the search again for every new input shape (seconds),
 # and a file sorted by length has a new width in almost every batch.
 XLA_WIDTH_MULTIPLE = 8
-
-# Search strategies (`SearchOptions.decoder`). "beam" and "greedy" run in the
-# graph (`search_fn`, the SavedModel); the others are host-side loops over
-# the model's step function (`gnmt_tf.decoding.host_decoding`).
-DECODERS = ("beam", "greedy", "dfs", "bucket", "sepbeam")
-GRAPH_DECODERS = ("beam", "greedy")
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchOptions:
-    """How to search.
-
-    Attributes:
-      beam_size: int. 1 means greedy search. The command line bounds it
-        by `gnmt_tf.checks.MAX_BEAM_SIZE`; the library does not (an exact
-        search over a toy vocabulary takes a beam of thousands).
-      length_penalty: float. GNMT's alpha (0 = none).
-      coverage_penalty: float. GNMT's beta (0 = none).
-      beam_width: float or None. GNMT's score-space pruning width.
-      num_hypotheses: int. n-best list size (<= beam_size).
-      early_stopping: "gnmt", "exact" or "none" (see `beam_search`).
-      max_length_ratio: float. Output may be at most this times the source
-        length in subwords (GNMT: 2).
-      decoder: one of `DECODERS`. "beam" (greedy when `beam_size` is 1),
-        "greedy", "dfs" (exact depth-first search,
-        `gnmt_tf.decoding.exact_search`), "bucket" (budgeted best-first
-        search, `gnmt_tf.decoding.bucket_search`) or "sepbeam" (one beam
-        per model, `gnmt_tf.decoding.sepbeam_search`). dfs and bucket rank
-        by the plain log-probability (no penalties) and give one hypothesis.
-      max_expansions: int or None. Budget of model steps for dfs and bucket.
-      max_seconds: float or None. Time budget for dfs and bucket.
-    """
-
-    beam_size: int = 5
-    length_penalty: float = 0.6
-    coverage_penalty: float = 0.0
-    beam_width: typing.Optional[float] = None
-    num_hypotheses: int = 1
-    early_stopping: str = "gnmt"
-    max_length_ratio: float = 2.0
-    decoder: str = "beam"
-    max_expansions: typing.Optional[int] = None
-    max_seconds: typing.Optional[float] = None
-
-    def __post_init__(self):
-        check_number("beam_size", self.beam_size, integer=True, minimum=1)
-        check_number("num_hypotheses", self.num_hypotheses, integer=True,
-                     minimum=1, maximum=self.beam_size)
-        # Penalties may be graph tensors (the SavedModel's
-        # translate_with_options): only Python/NumPy numbers are checked.
-        for name, bounds in (("length_penalty", {}),
-                             ("coverage_penalty", {}),
-                             ("beam_width", {"above": 0}),
-                             ("max_length_ratio", {"above": 0})):
-            value = getattr(self, name)
-            if value is None or isinstance(value, numbers.Real):
-                check_number(name, value, optional=name == "beam_width",
-                             **bounds)
-        check_number("max_expansions", self.max_expansions, integer=True,
-                     minimum=1, optional=True)
-        check_number("max_seconds", self.max_seconds, above=0, optional=True)
-        if self.decoder not in DECODERS:
-            raise ValueError(f"decoder must be one of {', '.join(DECODERS)}, "
-                             f"got {self.decoder!r}")
-        if (self.max_expansions is not None or self.max_seconds is not None
-                ) and self.decoder not in ("dfs", "bucket"):
-            raise ValueError("max_expansions and max_seconds budget the dfs "
-                             f"and bucket decoders, not {self.decoder}")
-        if self.num_hypotheses > 1 and self.decoder in ("greedy", "dfs",
-                                                        "bucket"):
-            raise ValueError(f"the {self.decoder} decoder gives one "
-                             "hypothesis: num_hypotheses must be 1")
-        if self.early_stopping not in EARLY_STOPPING_MODES:
-            raise ValueError(f"early_stopping must be one of "
-                             f"{', '.join(EARLY_STOPPING_MODES)}, got "
-                             f"{self.early_stopping!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Hypothesis:
-    text: str
-    score: float
-
 
 class Translator:
     """Translates raw sentences with any `gnmt_tf.seq2seq_model.Seq2SeqModel`.
@@ -444,10 +360,14 @@ class Translator:
                     f"{self.max_source_length} (split it into sentences)")
         return lengths
 
-    def translate_nbest(self, sentences, options=SearchOptions(), batch_size=32,
+    def translate_nbest(self, sentences, options=None, batch_size=32,
                         constraints=None, members=(), member_weights=None,
                         **task):
-        """Translates `sentences`, returning an n-best list of `Hypothesis` each.
+        """Translates `sentences`, returning an n-best list of `Hypothesis` each
+        (the `gnmt_tf.translation.TranslationBackend` protocol).
+
+        `options` is a `SearchOptions` (default: its defaults); any of its
+        fields may also be given as a keyword (`beam_size=4`).
 
         `constraints` (one list of target-language terms per sentence, or
         None) makes every term appear in its sentence's translation
@@ -469,6 +389,7 @@ class Translator:
           ValueError: a bad task argument or an over-long input.
           TypeError: an input that is not a str.
         """
+        options, task = search_options(options, **task)
         check_number("batch_size", batch_size, integer=True, minimum=1)
         ids = self.task_ids(**task)
         sentences = list(sentences)
@@ -551,8 +472,9 @@ class Translator:
         self.tokenizer = self.subwords.tf_tokenizer
         self._functions.clear()
 
-    def translate(self, sentences, options=SearchOptions(), batch_size=32, **task):
-        """Translates `sentences` (list of str) to a list of best translations."""
+    def translate(self, sentences, options=None, batch_size=32, **task):
+        """Translates `sentences` (list of str) to a list of best translations
+        (`options` and `task` as `translate_nbest`)."""
         return [h[0].text for h in self.translate_nbest(sentences, options,
                                                         batch_size, **task)]
 

@@ -447,13 +447,7 @@ def _translate_on_host(args, flag):
     translator.task_arrays(**task)  # a bad task fails before reading input
 
     def translate_chunk(sentences):
-        return translator.translate_nbest(
-            sentences, beam_size=options.beam_size,
-            length_penalty=options.length_penalty,
-            coverage_penalty=options.coverage_penalty,
-            num_hypotheses=options.num_hypotheses,
-            max_length_ratio=options.max_length_ratio,
-            beam_width=options.beam_width, **task)
+        return translator.translate_nbest(sentences, options, **task)
 
     lines = sentence_lines.from_args(args, translator, task)
     format_chunk, check = unknown_script.checking(

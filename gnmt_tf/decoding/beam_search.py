@@ -26,8 +26,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 import tensorflow as tf
 
 from gnmt_tf.decoding import penalties
-
-EARLY_STOPPING_MODES = ("gnmt", "exact", "none")
+from gnmt_tf.translation import EARLY_STOPPING_MODES
 
 
 class DecodingResult(typing.NamedTuple):

@@ -154,6 +154,18 @@ class ModelBackend:
         return cls(Translator(model, subwords), options, batch_size,
                    languages, model_version=f"{model_dir}")
 
+    def translate_nbest(self, texts: Sequence[str], options=None, **task):
+        """The `gnmt_tf.translation.TranslationBackend` protocol: the model's
+        `Translator`, with this backend's search options unless given."""
+        return self.translator.translate_nbest(
+            list(texts), options or self.options, self.batch_size, **task)
+
+    def translate(self, texts: Sequence[str], options=None,
+                  **task) -> List[str]:
+        """The best translation of each text (as `translate_nbest`)."""
+        return [h[0].text for h in self.translate_nbest(texts, options,
+                                                        **task)]
+
     def _model_languages(self) -> List[str]:
         inputs = {t.name: t for t in self.model.task_inputs()}
         found = set()
@@ -277,6 +289,16 @@ class ServerBackend:
 
     def close(self):
         self.client.close()
+
+    def translate_nbest(self, texts: Sequence[str], options=None, **task):
+        """The `gnmt_tf.translation.TranslationBackend` protocol: the
+        client's (`TranslationClient.translate_nbest`)."""
+        return self.client.translate_nbest(list(texts), options, **task)
+
+    def translate(self, texts: Sequence[str], options=None,
+                  **task) -> List[str]:
+        """The best translation of each text (as `translate_nbest`)."""
+        return self.client.translate(list(texts), options, **task)
 
     def __call__(self, sentences: Sequence[str], src_lang: str,
                  tgt_lang: str, tags: Sequence[str] = ()

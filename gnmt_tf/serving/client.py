@@ -37,6 +37,7 @@ import grpc
 
 from gnmt_tf.serving import request_batching
 from gnmt_tf.serving import tensor_codec
+from gnmt_tf.serving.search_options import SEARCH_OPTION_TYPES
 from gnmt_tf.serving.search_options import SEARCH_SIGNATURE
 from gnmt_tf.serving.search_options import check_search_options
 from gnmt_tf.serving.protos import get_model_metadata_pb2
@@ -44,6 +45,8 @@ from gnmt_tf.serving.protos import get_model_status_pb2
 from gnmt_tf.serving.protos import model_service_pb2_grpc
 from gnmt_tf.serving.protos import predict_pb2
 from gnmt_tf.serving.protos import prediction_service_pb2_grpc
+from gnmt_tf.translation import SEARCH_FIELDS, Hypothesis, SearchOptions
+from gnmt_tf.translation import search_options as split_search_options
 
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE,
                              grpc.StatusCode.RESOURCE_EXHAUSTED})
@@ -201,9 +204,9 @@ class TranslationClient:
             checked[key] = value
         return checked
 
-    def _model_spec(self, spec):
+    def _model_spec(self, spec, signature=None):
         spec.name = self.model_name
-        spec.signature_name = self.signature
+        spec.signature_name = signature or self.signature
         if self.version is not None:
             spec.version.value = int(self.version)
 
@@ -237,10 +240,11 @@ class TranslationClient:
         """
         return self._request(sentences, task_inputs)[:3]
 
-    def _request(self, sentences, task_inputs=None):
-        """`predict`, plus `{key: array}` of the `extra_outputs`."""
+    def _request(self, sentences, task_inputs=None, search=None):
+        """`predict`, plus `{key: array}` of the `extra_outputs`; `search`
+        (checked search options) replaces the client's for this request."""
         request = predict_pb2.PredictRequest()
-        self._model_spec(request.model_spec)
+        self._model_spec(request.model_spec, search and SEARCH_SIGNATURE)
         request.inputs[self.input_key].CopyFrom(
             tensor_codec.string_tensor(list(sentences)))
         if task_inputs is None:
@@ -248,7 +252,7 @@ class TranslationClient:
         for key, value in task_inputs.items():
             request.inputs[key].CopyFrom(
                 tensor_codec.string_tensor([value] * len(sentences)))
-        for key, value in self.search_options.items():
+        for key, value in (search or self.search_options).items():
             request.inputs[key].CopyFrom(tensor_codec.make_tensor(value))
         response = self._call(self._predict.Predict, request)
         if self.output_key not in response.outputs:
@@ -267,7 +271,8 @@ class TranslationClient:
         version = (response.model_spec.version.value
                    if response.model_spec.HasField("version") else None)
         extras = {}
-        for key in self.extra_outputs:
+        # Another signature's outputs when a call brings its own search.
+        for key in (() if search else self.extra_outputs):
             if key not in response.outputs:
                 raise TranslationError(
                     f"response has no output {key!r} "
@@ -279,18 +284,18 @@ class TranslationClient:
                     f"for {len(sentences)} sentences")
         return translations, scores, version, extras
 
-    def _send(self, sentences: List[str], task_inputs=None
+    def _send(self, sentences: List[str], task_inputs=None, search=None
               ) -> List[TranslationResult]:
         """Translate one packed request; never raises for server errors."""
         try:
             translations, scores, version, extras = self._request(
-                sentences, task_inputs)
+                sentences, task_inputs, search)
         except TranslationError as e:
             if (e.code == grpc.StatusCode.INVALID_ARGUMENT
                     and len(sentences) > 1):
                 half = len(sentences) // 2  # find the offending sentences
-                return (self._send(sentences[:half], task_inputs)
-                        + self._send(sentences[half:], task_inputs))
+                return (self._send(sentences[:half], task_inputs, search)
+                        + self._send(sentences[half:], task_inputs, search))
             return [TranslationResult(s, error=str(e), code=e.code)
                     for s in sentences]
         return [TranslationResult(
@@ -312,16 +317,45 @@ class TranslationClient:
 
     # --- public API -----------------------------------------------------
 
-    def translate_detailed(self, sentences: Sequence[str], **task
-                           ) -> List[TranslationResult]:
+    def _served_search(self, options, task):
+        """`(search inputs or None, task)`: the search options of one call
+        (a `SearchOptions` and/or its fields as keywords in `task`), as the
+        export's `translate_with_options` takes them; None: the client's.
+
+        Raises:
+          ValueError: a setting a served model cannot take (only beam size
+            and the two penalties are inputs of the export).
+        """
+        if options is None and not set(task) & set(SEARCH_FIELDS):
+            return None, task
+        options, task = split_search_options(options, **task)
+        beam_size = 1 if options.decoder == "greedy" else options.beam_size
+        default = SearchOptions()
+        fixed = [name for name in SEARCH_FIELDS
+                 if name not in SEARCH_OPTION_TYPES and name != "decoder"
+                 and getattr(options, name) != getattr(default, name)]
+        if fixed or options.decoder not in ("beam", "greedy"):
+            raise ValueError(
+                "a served model searches with beam_size, length_penalty and "
+                "coverage_penalty only (decoder beam or greedy); not "
+                + ", ".join(fixed or ["decoder"]))
+        return check_search_options(
+            {"beam_size": beam_size, "length_penalty": options.length_penalty,
+             "coverage_penalty": options.coverage_penalty}), task
+
+    def translate_detailed(self, sentences: Sequence[str], options=None,
+                           **task) -> List[TranslationResult]:
         """A `TranslationResult` per sentence, in input order; never raises for
         per-request failures. Blank sentences translate to "" locally.
 
         `task` holds task inputs for these sentences only, on top of the
         client's `task_inputs` (e.g. `src_lang="en", tgt_lang="fr",
         tags="caption"`; a list of tags is joined with commas, None values
-        are left out).
+        are left out). `options` (a `SearchOptions`, or its fields as
+        keywords) are sent to the export's `translate_with_options` for these
+        sentences; without them, the client's `search_options` apply.
         """
+        search, task = self._served_search(options, task)
         task_inputs = {**self.task_inputs, **self._check_task_inputs(
             {key: value for key, value in task.items() if value is not None})}
         sentences = [str(s) for s in sentences]
@@ -330,27 +364,43 @@ class TranslationClient:
             to_send, self.max_batch_sentences, self.max_batch_units,
             self.batch_unit)
         done = request_batching.execute_plan(
-            plan, lambda batch: self._send(batch, task_inputs),
+            plan, lambda batch: self._send(batch, task_inputs, search),
             self.max_in_flight)
         sent = iter(plan.reassemble(done))
         return [next(sent) if s.strip() else TranslationResult(s, "")
                 for s in sentences]
 
-    def translate(self, sentences: Sequence[str], **task) -> List[str]:
-        """Translations of `sentences`, in order (`task`: as
-        `translate_detailed`).
+    def translate_nbest(self, sentences: Sequence[str], options=None,
+                        **task) -> List[List[Hypothesis]]:
+        """One `Hypothesis` a sentence (a served model returns its best
+        translation), in order: the `gnmt_tf.translation.TranslationBackend`
+        protocol (`options`, `task`: as `translate_detailed`).
 
         Raises:
           PartialTranslationError: some sentences failed; its `results` keeps
             every sentence's `TranslationResult`, the successful ones included.
+          ValueError: `options.num_hypotheses` > 1 or another setting a served
+            model cannot take.
         """
-        results = self.translate_detailed(sentences, **task)
+        results = self.translate_detailed(sentences, options, **task)
         failed = [r for r in results if not r.ok]
         if failed:
             raise PartialTranslationError(
                 f"{len(failed)} of {len(results)} sentences failed; first: "
                 f"{failed[0].error}", results, failed[0].code)
-        return [r.translation for r in results]
+        return [[Hypothesis(r.translation, float(r.score or 0.0))]
+                for r in results]
+
+    def translate(self, sentences: Sequence[str], options=None,
+                  **task) -> List[str]:
+        """Translations of `sentences`, in order (`options`, `task`: as
+        `translate_detailed`).
+
+        Raises:
+          PartialTranslationError: as `translate_nbest`.
+        """
+        return [hyps[0].text for hyps in self.translate_nbest(
+            sentences, options, **task)]
 
     def translate_document(self, text: str, joiner: str = " ",
                            language: Optional[str] = None) -> str:
