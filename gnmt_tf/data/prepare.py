@@ -71,8 +71,10 @@ class _ShardWriter:
         if self._file is None:
             name = f"{self.prefix}.{len(self.names):05d}.tsv.gz"
             self._tmp = self.out_dir / f".{name}.tmp"
+            # Level 1: level 9 (gzip's default) spent half of `prepare`'s
+            # time compressing, for shards about a fifth smaller.
             self._file = gzip.open(self._tmp, "wt", encoding="utf-8",
-                                   newline="\n")
+                                   newline="\n", compresslevel=1)
             self.names.append(name)
         self._file.write(f"{source}\t{target}\n")
         self._count += 1
