@@ -24,6 +24,7 @@ under that combination by forced decoding (`gnmt_tf.rescoring`).
 
 import dataclasses
 import sys
+from typing import Callable, Optional
 
 from gnmt_tf.cli import sentence_lines, streaming, task_flags, unknown_script
 from gnmt_tf.config import PRECISIONS
@@ -374,32 +375,33 @@ def _served_lines(sentences, results, first):
     return lines, status
 
 
-def _translate_through_server(args):
-    """Translates via gRPC; failed lines come out empty and are listed on
-    stderr (exit code 1), the others are kept. Search flags go to the
-    export's `translate_with_options` (see `served_search_options`)."""
+def _server_job(args):
+    """`--server`: a `TranslationClient` over gRPC. Failed lines come out
+    empty and are listed on stderr (exit code 1), the others are kept.
+    Search flags go to the export's `translate_with_options` (see
+    `served_search_options`)."""
     from gnmt_tf.serving.client import TranslationClient, TranslationError
 
+    _refuse_host_decoding(args, "--server")
     options = served_search_options(args)
-    with TranslationClient(args.server, args.model_name,
-                           task_inputs=served_task_inputs(args),
-                           search_options=options) as client:
-        if client.search_options:
-            try:  # one probe request: refused options fail once
-                client.check_request_inputs()
-            except TranslationError as e:
-                flags = (f"--beam-size {options['beam_size']} --alpha "
-                         f"{options['length_penalty']} --beta "
-                         f"{options['coverage_penalty']}")
-                raise ValueError(f"{args.server} refused {flags}: "
-                                 f"{_one_line(str(e))}") from None
-        lines = sentence_lines.from_args(args,
-                                         task=served_task_inputs(args))
-        return streaming.translate_stream(
-            args.input, args.output, getattr(args, "batch_size", 32),
-            sentence_lines.per_line(lines, client.translate_detailed,
-                                    sentence_lines.merge_results),
-            _served_lines)
+    client = TranslationClient(args.server, args.model_name,
+                               task_inputs=served_task_inputs(args),
+                               search_options=options)
+    if client.search_options:
+        try:  # one probe request: refused options fail once
+            client.check_request_inputs()
+        except TranslationError as e:
+            client.close()
+            flags = (f"--beam-size {options['beam_size']} --alpha "
+                     f"{options['length_penalty']} --beta "
+                     f"{options['coverage_penalty']}")
+            raise ValueError(f"{args.server} refused {flags}: "
+                             f"{_one_line(str(e))}") from None
+    return _Job(lines=sentence_lines.from_args(
+                    args, task=served_task_inputs(args)),
+                translate_chunk=client.translate_detailed,
+                format_chunk=_served_lines,
+                merge=sentence_lines.merge_results, close=client.close)
 
 
 def _rescore(args, translator, options, task):
@@ -424,9 +426,9 @@ def _rescore(args, translator, options, task):
     return 0
 
 
-def _translate_on_host(args, flag):
-    """Translates with a `gnmt_tf.host_translator.HostTranslator` over the
-    export that `--tflite` or `--onnx` (`flag`) names."""
+def _host_job(args, flag):
+    """`--tflite FILE` / `--onnx DIR` (`flag`): a
+    `gnmt_tf.host_translator.HostTranslator` over the export."""
     _refuse_host_decoding(args, f"--{flag}")
     options = search_options(args)
     if options.early_stopping != "gnmt":
@@ -445,23 +447,63 @@ def _translate_on_host(args, flag):
                   else HostTranslator.from_tflite(path, num_threads=threads))
     task = task_flags.task_arguments(args, translator, path)
     translator.task_arrays(**task)  # a bad task fails before reading input
+    return _Job(
+        lines=sentence_lines.from_args(args, translator, task),
+        translate_chunk=lambda sentences: translator.translate_nbest(
+            sentences, options, **task),
+        format_chunk=lambda sentences, results, first: (
+            format_results(results, options, first), 0),
+        vocabulary=translator.vocabulary_path)
 
-    def translate_chunk(sentences):
-        return translator.translate_nbest(sentences, options, **task)
 
-    lines = sentence_lines.from_args(args, translator, task)
-    format_chunk, check = unknown_script.checking(
-        translator.vocabulary_path, lambda sentences, results, first: (
-            format_results(results, options, first), 0))
-    status = streaming.translate_stream(
-        args.input, args.output, args.batch_size,
-        sentence_lines.per_line(lines, translate_chunk), format_chunk)
-    check.report()
-    return status
+@dataclasses.dataclass
+class _Job:
+    """What `run` streams for a backend: input lines (split into sentences
+    by `lines`, a `SentenceLines` or None) through `translate_chunk`, its
+    results through `format_chunk` (`(lines, status)`); `merge` joins a
+    line's sentence results (`SentenceLines.wrap`'s); `vocabulary` is the
+    model's SentencePiece file, for the unknown-script warning; `finish`
+    runs after the last chunk, `close` at the end."""
+
+    lines: object
+    translate_chunk: Callable
+    format_chunk: Callable
+    merge: Optional[Callable] = None
+    vocabulary: object = None
+    finish: Callable = lambda: None
+    close: Callable = lambda: None
 
 
 def run(args):
     check_files(args)
+    _check_flag_combinations(args)
+    if document_mode(args):
+        return _translate_document(args)
+    backend = next((flag for flag in ("server", "tflite", "onnx")
+                    if getattr(args, flag, None)), "model")
+    job = _host_job(args, backend) if backend in ("tflite", "onnx") else (
+        _server_job(args) if backend == "server" else _model_job(args))
+    if isinstance(job, int):  # --rescore, --pipeline: done
+        return job
+    try:
+        format_chunk, check = job.format_chunk, None
+        if job.vocabulary is not None:
+            format_chunk, check = unknown_script.checking(job.vocabulary,
+                                                          format_chunk)
+        status = streaming.translate_stream(
+            args.input, args.output, getattr(args, "batch_size", 32),
+            sentence_lines.per_line(job.lines, job.translate_chunk,
+                                    job.merge), format_chunk)
+        job.finish()
+        if check is not None:
+            check.report()
+        return status
+    finally:
+        job.close()
+
+
+def _check_flag_combinations(args):
+    """Raises for flags that exclude each other, before any work."""
     if getattr(args, "precision", "float32") != "float32" and (
             not getattr(args, "model", None) or args.server
             or document_mode(args)):
@@ -473,7 +515,7 @@ def run(args):
                              "document")
         _refuse_host_decoding(args, "a document (--format, --src-lang auto, "
                               "--glossary, --qe, --min-quality)")
-        return _translate_document(args)
+        return
     plot_dir = getattr(args, "plot_attention", None)
     if plot_dir and (args.server or getattr(args, "tflite", None)
                      or getattr(args, "onnx", None)):
@@ -494,15 +536,18 @@ def run(args):
         raise ValueError("--xla compiles the in-process search: not with "
                          "--server or --shortlist")
     if args.server:
-        _refuse_host_decoding(args, "--server")
-        return _translate_through_server(args)
+        return
     given = [flag for flag in ("model", "tflite", "onnx")
              if getattr(args, flag, None)]
     if len(given) > 1:
         raise ValueError(f"give one of --model, --tflite and --onnx, not "
                          f"{' and '.join('--' + flag for flag in given)}")
-    if given and given[0] in ("tflite", "onnx"):
-        return _translate_on_host(args, given[0])
+
+
+def _model_job(args):
+    """`--model` (one or several, with predictors): a `Translator` in
+    process, with every host-side search; `--rescore` and `--pipeline` run
+    here and give their exit status instead of a job."""
     options = search_options(args)
     if getattr(args, "rescore", None) and not getattr(args, "input", None):
         raise ValueError("--rescore needs --input: the source sentences")
@@ -519,6 +564,7 @@ def run(args):
         args, translator.subwords)
     from gnmt_tf.predictor_model import PredictorModel
 
+    plot_dir = getattr(args, "plot_attention", None)
     if plot_dir and isinstance(translator.model, PredictorModel):
         raise ValueError("--plot-attention needs one model, not a predictor "
                          "combination")
@@ -553,16 +599,11 @@ def run(args):
             plots.add(translator, sentences, results, first, **task)
         return format_results(results, options, first), 0
 
-    lines = sentence_lines.from_args(args, translator.model, task)
-    format_chunk, check = unknown_script.checking(
-        translator.subwords.model_path, format_chunk)
-    status = streaming.translate_stream(
-        args.input, args.output, args.batch_size,
-        sentence_lines.per_line(lines, translate_chunk), format_chunk)
-    if constraints:
-        constraints.check_all_used(read[0])
-    check.report()
-    return status
+    return _Job(
+        lines=sentence_lines.from_args(args, translator.model, task),
+        translate_chunk=translate_chunk, format_chunk=format_chunk,
+        vocabulary=translator.subwords.model_path,
+        finish=lambda: constraints and constraints.check_all_used(read[0]))
 
 
 def lexical_constraints(args):

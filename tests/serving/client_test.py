@@ -202,7 +202,7 @@ def test_bad_task_inputs_are_rejected_before_sending():
 def test_translate_cli_sends_task_flags(task_server, tmp_path):
     import argparse
 
-    from gnmt_tf.cli.translate import _translate_through_server
+    from gnmt_tf.cli.translate import run
 
     source = tmp_path / "in.txt"
     source.write_text("a dog\n\nDe rien\n", encoding="utf-8")
@@ -210,12 +210,12 @@ def test_translate_cli_sends_task_flags(task_server, tmp_path):
         server=task_server.target, model_name="task", input=str(source),
         output=str(tmp_path / "out.txt"), src_lang="fr", tgt_lang="en",
         tags=None)
-    assert _translate_through_server(args) == 0
+    assert run(args) == 0
     assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() \
         == ["fr-en[] A DOG", "", "fr-en[] DE RIEN"]
     args.tgt_lang = None
     with pytest.raises(ValueError, match="--tgt-lang"):
-        _translate_through_server(args)
+        run(args)
 
 
 def test_translate_document_splits_by_language(batching_server, task_server):
