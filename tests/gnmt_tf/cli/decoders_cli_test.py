@@ -97,7 +97,7 @@ def test_dfs_and_bucket_from_the_cli(tiny_model_dir, capsys, monkeypatch):
 
 def test_server_takes_greedy_as_beam_size_one():
     from gnmt_tf.cli.main import build_parser
-    from gnmt_tf.cli.translate import served_search_options
+    from gnmt_tf.cli.translate_backends import served_search_options
 
     args = build_parser().parse_args(["translate", "--server", "h:1",
                                       "--decoder", "greedy", "--beam-size",

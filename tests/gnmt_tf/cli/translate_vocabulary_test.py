@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from gnmt_tf.cli.translate import vocabulary_tools
+from gnmt_tf.cli.translate_backends import vocabulary_tools
 from gnmt_tf.text.subword import SPECIAL_IDS, Subwords
 from gnmt_tf.translator import SearchOptions, Translator
 
