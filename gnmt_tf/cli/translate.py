@@ -77,7 +77,9 @@ def register(subparsers):
         help="with one --model: compile the whole search with XLA (beam "
              "or greedy; no --shortlist). Same translations, faster (see "
              "docs/benchmarks.md: the whole search compiled by XLA), but "
-             "each new batch shape compiles first (seconds)")
+             "each new batch shape compiles first (seconds); compiled "
+             "searches are kept in ~/.cache/gnmt_tf/xla for the next run "
+             "($GNMT_TF_XLA_CACHE: another directory, or off)")
     parser.add_argument(
         "--plot-attention", metavar="DIR",
         help="write attention heatmaps (PNG) of the first sentences here "

@@ -289,6 +289,10 @@ def model_job(args):
     """`--model` (one or several, with predictors): a `Translator` in
     process, with every host-side search; `--rescore` and `--pipeline` run
     here and give their exit status instead of a job."""
+    if getattr(args, "xla", False):
+        from gnmt_tf import xla_cache
+
+        xla_cache.enable()  # before TensorFlow loads
     options = search_options(args)
     if getattr(args, "rescore", None) and not getattr(args, "input", None):
         raise ValueError("--rescore needs --input: the source sentences")
