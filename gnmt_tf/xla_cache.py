@@ -34,15 +34,13 @@ def enable() -> Optional[pathlib.Path]:
 
     Returns the directory, or None when there is none (``off``), when
     `TF_XLA_FLAGS` already names a cache, or when TensorFlow is already
-    imported (the flag is read once, at import; a one-line note says so).
+    imported (it reads the flag once, at import).
     """
     directory = cache_dir()
     flags = os.environ.get("TF_XLA_FLAGS", "")
     if directory is None or _FLAG in flags:
         return None
-    if "tensorflow" in sys.modules:
-        print("note: TensorFlow was loaded before the XLA cache could be "
-              "set up; compiled searches are not kept", file=sys.stderr)
+    if "tensorflow" in sys.modules:  # e.g. `main([...])` called in process
         return None
     try:
         directory.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ def _translate(model_dir, source, env):
          str(model_dir), "--xla", "--beam-size", "2", "--input", str(source)],
         env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "compiled searches are not kept" not in result.stderr
     return result.stdout
 
 
@@ -40,7 +39,7 @@ def test_cache_settings(tmp_path, monkeypatch):
     assert xla_cache.cache_dir() is None
     monkeypatch.setenv(xla_cache.CACHE_ENV, str(tmp_path))
     assert xla_cache.cache_dir() == tmp_path
-    # TensorFlow is loaded in this process: too late, and it says so.
+    # TensorFlow is loaded in this process: too late.
     import tensorflow  # noqa: F401
 
     monkeypatch.delenv("TF_XLA_FLAGS", raising=False)
