@@ -70,7 +70,7 @@ def main(argv=None):
     import numpy as np
     import tensorflow as tf
 
-    from gnmt_tf.decoding import beam_search, tile_beams
+    from gnmt_tf.decoding.beam_search import beam_search, tile_beams
     from gnmt_tf.decoding.beam_search import reorder_beams
     from gnmt_tf.models.task_space.task_space_translation_model import (
                                                                         TaskSpaceTranslationModel)

@@ -113,7 +113,7 @@ def decoding_steps(translator, sources, options, task, batch_size=32):
     pruning saves time only through these."""
     import tensorflow as tf
 
-    from gnmt_tf.decoding import beam_search
+    from gnmt_tf.decoding.beam_search import beam_search
 
     model = translator.model
     names = [t.name for t in translator.task_inputs]

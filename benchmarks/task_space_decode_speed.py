@@ -77,7 +77,7 @@ import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from gnmt_tf.decoding import beam_search  # noqa: E402
+from gnmt_tf.decoding.beam_search import beam_search  # noqa: E402
 from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)

@@ -12,7 +12,9 @@ import tensorflow as tf
 
 from gnmt_tf import seq2seq_model
 from gnmt_tf.checks import check_number
-from gnmt_tf.decoding import beam_search, greedy_search, xla_step
+from gnmt_tf.decoding.beam_search import beam_search
+from gnmt_tf.decoding.greedy_search import greedy_search
+from gnmt_tf.decoding.xla_step import xla_step
 # One search options type and one result type for every translator
 # (`gnmt_tf.translation`); imported from here as well.
 from gnmt_tf.translation import (DECODERS, GRAPH_DECODERS, Hypothesis,  # noqa: F401

@@ -123,7 +123,7 @@ def search_options(model_name, beam_size=None):
     """The search the shipped model was scored with (its `scores.json`),
     else `SearchOptions()`'s; `beam_size` overrides the beam."""
     from gnmt_tf import pretrained
-    from gnmt_tf.translator import SearchOptions
+    from gnmt_tf.translation import SearchOptions
 
     search = {}
     if str(model_name) in pretrained.names():

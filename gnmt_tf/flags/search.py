@@ -60,7 +60,7 @@ def search_options(args):
     Raises:
       ValueError: a bad beam size or n-best size.
     """
-    from gnmt_tf.translator import SearchOptions
+    from gnmt_tf.translation import SearchOptions
 
     values = {dest: default for dest, (_, default) in _SEARCH_FLAGS.items()}
     values.update(given_search_flags(args))

@@ -119,7 +119,7 @@ class ModelBackend:
     def __init__(self, translator, options=None, batch_size: int = 32,
                  languages: Optional[Sequence[str]] = None,
                  model_version: str = "in-process"):
-        from gnmt_tf.translator import SearchOptions
+        from gnmt_tf.translation import SearchOptions
 
         self.translator = translator
         self.model = translator.model

@@ -37,7 +37,7 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf import model_types
 from gnmt_tf.checks import check_number
 from gnmt_tf.config import TrainConfig, apply_overrides, from_dict
-from gnmt_tf.decoding import beam_search, flatten_beams, tile_beams
+from gnmt_tf.decoding.beam_search import beam_search, flatten_beams, tile_beams
 from gnmt_tf.decoding.sampling import sample_search
 from gnmt_tf.evaluation.gleu import sentence_gleu
 from gnmt_tf.io_utils import copy_file_atomic

@@ -9,7 +9,7 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 
 from gnmt_tf.decoding import host_beam_search as host_search
-from gnmt_tf.decoding import beam_search
+from gnmt_tf.decoding.beam_search import beam_search
 from tests.gnmt_tf.decoding.conftest import END_ID, ToyModel
 
 

@@ -31,7 +31,7 @@ def test_nbest_sorted_and_greedy_equals_beam_one(translator, toy_corpus):
     assert len(nbest) == 3 and scores == sorted(scores, reverse=True)
     greedy = translator.translate([sentence], SearchOptions(beam_size=1))
     # Beam search with one beam and no penalties is greedy search.
-    from gnmt_tf.decoding import beam_search  # noqa: F401
+    from gnmt_tf.decoding.beam_search import beam_search  # noqa: F401
     assert greedy == translator.translate(
         [sentence], SearchOptions(beam_size=1, length_penalty=0.0))
 

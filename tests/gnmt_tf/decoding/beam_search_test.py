@@ -5,11 +5,11 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import beam_search
-from gnmt_tf.decoding import flatten_beams
-from gnmt_tf.decoding import gather_beams
-from gnmt_tf.decoding import tile_beams
-from gnmt_tf.decoding import unflatten_beams
+from gnmt_tf.decoding.beam_search import beam_search
+from gnmt_tf.decoding.beam_search import flatten_beams
+from gnmt_tf.decoding.beam_search import gather_beams
+from gnmt_tf.decoding.beam_search import tile_beams
+from gnmt_tf.decoding.beam_search import unflatten_beams
 
 # Batch used for the brute-force checks: different start tokens, maximum
 # lengths and source lengths per sentence.

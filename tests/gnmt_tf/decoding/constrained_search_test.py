@@ -6,7 +6,7 @@ import pytest
 
 import gnmt_tf  # noqa: F401
 
-from gnmt_tf.decoding import beam_search
+from gnmt_tf.decoding.beam_search import beam_search
 from gnmt_tf.decoding.constrained_search import _advance
 from gnmt_tf.decoding.constrained_search import constrained_search
 

@@ -5,8 +5,8 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import EnsembleStepFunction
-from gnmt_tf.decoding import beam_search
+from gnmt_tf.decoding.ensemble import EnsembleStepFunction
+from gnmt_tf.decoding.beam_search import beam_search
 
 START_IDS = [0, 2, 3]
 MAX_LENGTHS = [4, 2, 3]

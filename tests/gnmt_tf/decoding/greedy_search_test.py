@@ -5,8 +5,8 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import beam_search
-from gnmt_tf.decoding import greedy_search
+from gnmt_tf.decoding.beam_search import beam_search
+from gnmt_tf.decoding.greedy_search import greedy_search
 
 START_IDS = [0, 2, 3]
 MAX_LENGTHS = [6, 2, 4]

@@ -8,7 +8,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import beam_search as graph_beam_search
+from gnmt_tf.decoding.beam_search import beam_search as graph_beam_search
 from gnmt_tf.decoding import host_beam_search as host_search
 from gnmt_tf.decoding.host_beam_search import beam_search, beam_search_batch, top_k
 

@@ -11,7 +11,7 @@ import gnmt_tf  # noqa: F401
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import beam_search
+from gnmt_tf.decoding.beam_search import beam_search
 from gnmt_tf.decoding.ensemble import LogLinearStepFunction
 from gnmt_tf.decoding.ensemble import WordCountPredictor
 from gnmt_tf.decoding.exact_search import exact_search

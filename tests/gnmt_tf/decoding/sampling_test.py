@@ -6,8 +6,8 @@ import gnmt_tf  # noqa: F401
 import tensorflow as tf
 import tf_keras as keras
 
-from gnmt_tf.decoding import greedy_search
-from gnmt_tf.decoding import sample_search
+from gnmt_tf.decoding.greedy_search import greedy_search
+from gnmt_tf.decoding.sampling import sample_search
 
 START_IDS = [0, 2, 3]
 MAX_LENGTHS = [6, 2, 4]
