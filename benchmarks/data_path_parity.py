@@ -31,19 +31,11 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 sys.path.insert(0, str(REPO_ROOT))
 
-from data_scale import gnmt_tf, run_measured, write  # noqa: E402
+from data_scale import (DATA_DIR, SPM, gnmt_tf, positive_int,  # noqa: E402
+                        run_measured, write)
 
 RESULT = REPO_ROOT / "benchmarks" / "results" / "data_path_parity.json"
-DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "multi30k"
-SPM = REPO_ROOT / "gnmt_tf" / "pretrained" / "multi30k-transformer" / "spm.model"
 PATHS = ("in_memory", "streaming")
-
-
-def positive_int(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("an integer >= 1")
-    return value
 
 
 def train_args(path, model_dir, seed, steps, data_dir, config):

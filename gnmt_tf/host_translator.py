@@ -42,7 +42,7 @@ import numpy as np
 from gnmt_tf.decoding.host_beam_search import beam_search_batch
 from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 from gnmt_tf.translation import (Hypothesis, SearchOptions,  # noqa: F401
-                                 search_options)
+                                 split_search_arguments)
 
 METADATA_FILE = "model.json"  # written by gnmt_tf.export.tflite / gnmt_tf.export.onnx_export
 VOCABULARY_FILE = "spm.model"
@@ -366,7 +366,7 @@ class HostTranslator:
             model's source length, `batch_size` < 1, or search options the
             host search does not run (another decoder or early stopping).
         """
-        options, task = search_options(options, **task)
+        options, task = split_search_arguments(options, **task)
         if (options.decoder not in ("beam", "greedy")
                 or options.early_stopping != "gnmt"):
             raise ValueError(

@@ -14,7 +14,7 @@ backend.translate_nbest(texts, beam_size=4, num_hypotheses=2, **task)
 ```
 
 Search settings come as a `SearchOptions` or as its field names as
-keywords (`search_options` sorts them from the task arguments). This module
+keywords (`split_search_arguments` sorts them from the task arguments). This module
 imports no TensorFlow, so light clients (serving, host runtimes) use it.
 """
 
@@ -117,8 +117,8 @@ class Hypothesis:
 SEARCH_FIELDS = tuple(f.name for f in dataclasses.fields(SearchOptions))
 
 
-def search_options(options: Optional[SearchOptions] = None,
-                   **arguments) -> Tuple[SearchOptions, dict]:
+def split_search_arguments(options: Optional[SearchOptions] = None,
+                           **arguments) -> Tuple[SearchOptions, dict]:
     """`(SearchOptions, task)` from a translator call's arguments: `options`
     (default `SearchOptions()`), with any `SearchOptions` field given as a
     keyword replacing its value; the other keywords are the task.

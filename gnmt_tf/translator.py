@@ -18,7 +18,7 @@ from gnmt_tf.decoding.xla_step import xla_step
 # One search options type and one result type for every translator
 # (`gnmt_tf.translation`); imported from here as well.
 from gnmt_tf.translation import (DECODERS, GRAPH_DECODERS, Hypothesis,  # noqa: F401
-                                 SearchOptions, search_options)
+                                 SearchOptions, split_search_arguments)
 
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
@@ -391,7 +391,7 @@ class Translator:
           ValueError: a bad task argument or an over-long input.
           TypeError: an input that is not a str.
         """
-        options, task = search_options(options, **task)
+        options, task = split_search_arguments(options, **task)
         check_number("batch_size", batch_size, integer=True, minimum=1)
         ids = self.task_ids(**task)
         sentences = list(sentences)

@@ -244,8 +244,6 @@ def host_job(args, flag):
     options = search_options(args)
     if options.early_stopping != "gnmt":
         raise ValueError(f"--{flag} searches with --early-stopping gnmt only")
-    if options.decoder == "greedy":
-        options = dataclasses.replace(options, beam_size=1)
     from gnmt_tf.host_translator import HostTranslator
 
     path = getattr(args, flag)

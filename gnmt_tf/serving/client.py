@@ -46,7 +46,7 @@ from gnmt_tf.serving.protos import model_service_pb2_grpc
 from gnmt_tf.serving.protos import predict_pb2
 from gnmt_tf.serving.protos import prediction_service_pb2_grpc
 from gnmt_tf.translation import SEARCH_FIELDS, Hypothesis, SearchOptions
-from gnmt_tf.translation import search_options as split_search_options
+from gnmt_tf.translation import split_search_arguments
 
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE,
                              grpc.StatusCode.RESOURCE_EXHAUSTED})
@@ -328,7 +328,7 @@ class TranslationClient:
         """
         if options is None and not set(task) & set(SEARCH_FIELDS):
             return None, task
-        options, task = split_search_options(options, **task)
+        options, task = split_search_arguments(options, **task)
         beam_size = 1 if options.decoder == "greedy" else options.beam_size
         default = SearchOptions()
         fixed = [name for name in SEARCH_FIELDS

@@ -47,7 +47,7 @@ def test_example_family_goes_through_every_exporter(model_families, tmp_path,
     got_texts, got_scores = _greedy(
         HostTranslator.from_path(tmp_path / "onnx"), sentences, tflite=True)
     assert got_texts == texts
-    assert got_scores == pytest.approx(scores, abs=1e-3)
+    assert got_scores == pytest.approx(scores, abs=1e-3)  # float32, as TFLite
     # qat: the family declares no quantization-aware variant: one line.
     capsys.readouterr()
     assert main(["export", "qat", "--model", model_dir, "--out",

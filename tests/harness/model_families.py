@@ -99,6 +99,10 @@ class ModelFamily:
         return [s for s in self.searches if s.get("beam_size", 5) in sizes]
 
 
+# Toy-corpus sentences for the one-direction (en->de) families, a blank one
+# and an unseen combination included.
+TOY_EN_DE = ("A big dog runs.", "A small cat eats.", "A young girl plays.",
+             "   ", "A man runs and a dog sleeps.")
 TS_EN_FR = {"src_lang": "en", "tgt_lang": "fr", "tags": "caption"}
 TS_DE_CS = {"src_lang": "de", "tgt_lang": "cs", "tags": ""}
 
@@ -106,9 +110,7 @@ FAMILIES = (
     ModelFamily(
         name="gnmt",
         model_dir="tiny_model_dir",
-        requests=(({}, ("A big dog runs.", "A small cat eats.",
-                        "A young girl plays.", "   ",
-                        "A man runs and a dog sleeps.")),),
+        requests=(({}, TOY_EN_DE),),
         searches=(dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2),
                   dict(beam_size=1, length_penalty=0.0, coverage_penalty=0.0),
                   dict(beam_size=3, length_penalty=1.0, coverage_penalty=0.0)),
@@ -168,9 +170,7 @@ FAMILIES = (
         # found through its entry point like an installed plugin.
         name="example_gru",
         model_dir="example_model_dir",
-        requests=(({}, ("A big dog runs.", "A small cat eats.",
-                        "A young girl plays.", "   ",
-                        "A man runs and a dog sleeps.")),),
+        requests=(({}, TOY_EN_DE),),
         searches=(dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2),
                   dict(beam_size=1, length_penalty=0.0, coverage_penalty=0.0)),
         savedmodel=dict(beam_size=3, length_penalty=0.6, coverage_penalty=0.2,

@@ -24,6 +24,19 @@ def _gnmt_tf(*args):
                           capture_output=True, text=True, env=env)
 
 
+def _train_tiny_transformer(model_dir, data_config, steps):
+    """`gnmt-tf train` of a tiny Transformer on the shards, to `steps`
+    (checkpoints every 2 steps; again with more steps: a resume)."""
+    return _gnmt_tf("train", "--preset", "transformer_tiny",
+                    "--model-dir", str(model_dir),
+                    "--data-config", str(data_config),
+                    "--set", "vocabulary_size=60",
+                    "--set", f"train_steps={steps}",
+                    "--set", "max_length=40",
+                    "--set", "max_sequence_length=48",
+                    "--set", "checkpoint_every=2", "--log-every", "1000")
+
+
 @pytest.fixture(scope="module")
 def data_config(tmp_path_factory):
     base = tmp_path_factory.mktemp("train_data")
@@ -43,13 +56,7 @@ def data_config(tmp_path_factory):
 
 def test_train_two_steps_writes_a_checkpoint(data_config, tmp_path):
     model_dir = tmp_path / "model"
-    result = _gnmt_tf("train", "--preset", "transformer_tiny",
-                      "--model-dir", str(model_dir),
-                      "--data-config", str(data_config),
-                      "--set", "vocabulary_size=60", "--set", "train_steps=2",
-                      "--set", "max_length=40",
-                      "--set", "max_sequence_length=48",
-                      "--set", "checkpoint_every=2", "--log-every", "1000")
+    result = _train_tiny_transformer(model_dir, data_config, steps=2)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "trained to step 2" in result.stdout
     assert "training on 2 directions (en-de,de-en), 10 pairs" in result.stderr
@@ -63,13 +70,7 @@ def test_train_two_steps_writes_a_checkpoint(data_config, tmp_path):
     # resumed run goes on from it (tests/gnmt_tf/training/input_position_test.py).
     assert "cannot save the input position" not in result.stderr
     assert (model_dir / "checkpoints" / "input" / "worker-0-2.index").exists()
-    result = _gnmt_tf("train", "--preset", "transformer_tiny",
-                      "--model-dir", str(model_dir),
-                      "--data-config", str(data_config),
-                      "--set", "vocabulary_size=60", "--set", "train_steps=4",
-                      "--set", "max_length=40",
-                      "--set", "max_sequence_length=48",
-                      "--set", "checkpoint_every=2", "--log-every", "1000")
+    result = _train_tiny_transformer(model_dir, data_config, steps=4)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "input stream resumed at step 2" in result.stderr
     assert "trained to step 4" in result.stdout
