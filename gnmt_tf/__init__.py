@@ -25,6 +25,13 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
 # TensorFlow's C++ INFO/WARNING lines drown the CLI output; errors still show.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# Searches compile with XLA by default (`gnmt_tf.search_engine`): keep what
+# XLA compiles on disk for the next process (a flag TensorFlow reads when
+# it loads; nothing when it is loaded already or $GNMT_TF_XLA_CACHE=off).
+from gnmt_tf import xla_cache as _xla_cache  # noqa: E402
+
+_xla_cache.enable()
+
 __version__ = "0.1.0"
 
 # Public name -> the module that defines it.

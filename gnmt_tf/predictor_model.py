@@ -65,6 +65,10 @@ class PredictorModel(Seq2SeqModelBase):
         their special tokens, vocabulary size, task inputs or source prefix.
     """
 
+    # Predictors may be host code (an n-gram LM) and members may differ in
+    # what they compile: the graph search, always.
+    supports_compiled_search = False
+
     def __init__(self, predictors, weights=None, ensemble_mode="loglinear"):
         self.predictors = list(predictors)
         self.weights = check_weights(

@@ -120,6 +120,10 @@ class Seq2SeqModelBase:
       source_prefix: None: nothing before the source.
       supports_growing_cache: False: `initial_state` takes no
         `growing_cache` (a KV cache that grows a position a step).
+      supports_compiled_search: True: the whole search compiles with XLA
+        (`Translator(..., jit_compile_search=True)`), so a `Translator`
+        compiles it by default (`gnmt_tf.search_engine`); False for a
+        model whose step runs host code.
       exports_encode_at_any_batch: False: exporters trace `encode` at batch 1.
       cell_clip: None, or a variable the trainer anneals (GNMT's LSTM cell
         clipping).
@@ -136,6 +140,7 @@ class Seq2SeqModelBase:
     trained_tasks = None
     source_prefix = None
     supports_growing_cache = False
+    supports_compiled_search = True
     exports_encode_at_any_batch = False
     cell_clip = None
     max_step_score = 0.0

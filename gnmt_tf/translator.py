@@ -10,7 +10,7 @@ input order.
 import numpy as np
 import tensorflow as tf
 
-from gnmt_tf import seq2seq_model
+from gnmt_tf import search_engine, seq2seq_model
 from gnmt_tf.checks import check_number
 from gnmt_tf.decoding.beam_search import beam_search
 from gnmt_tf.decoding.greedy_search import greedy_search
@@ -57,12 +57,16 @@ class Translator:
         instead of one allocated for the longest output. Default: on for
         models that offer it (`supports_growing_cache`), off with
         `jit_compile_step` or `jit_compile_search` (XLA needs fixed shapes).
-      jit_compile_search: bool. Compile the whole search (encoder, decoder
-        loop, beam bookkeeping) with XLA, every shape fixed by the source's
-        width (padded up to a multiple of `XLA_WIDTH_MULTIPLE`): the TF
-        executor's per-op cost goes, which is most of a step at small
-        batches. Each new batch shape compiles once (seconds), so it pays
-        off over many batches; not with a shortlist.
+      jit_compile_search: bool or None. Compile the whole search (encoder,
+        decoder loop, beam bookkeeping) with XLA, every shape fixed by the
+        source's width (padded up to a multiple of `XLA_WIDTH_MULTIPLE`):
+        the TF executor's per-op cost goes, which is most of a step at
+        small batches. Each new batch shape compiles once (seconds; kept
+        on disk across processes by `gnmt_tf.xla_cache`). True: always
+        (not with a shortlist); False: the graph search. None (default):
+        the engine of `gnmt_tf.search_engine` (``auto``: compiled where
+        the model and options allow, see `compiles_search`; the graph
+        search for the rest, with the same results).
 
     Example:
     ```python
@@ -74,15 +78,22 @@ class Translator:
 
     def __init__(self, model, subwords, max_source_length=None,
                  shortlist=None, unk_replacer=None, jit_compile_step=False,
-                 growing_cache=None, jit_compile_search=False):
+                 growing_cache=None, jit_compile_search=None):
         self.model = model
         if jit_compile_search and (jit_compile_step or shortlist is not None):
             raise ValueError("jit_compile_search compiles the step too, and "
                              "takes no shortlist (its size varies by batch)")
         self._step = xla_step(model.step) if jit_compile_step else model.step
+        # Chosen by default: the graph search stands in, with its growing
+        # cache, wherever the compiled one cannot run (`compiles_search`).
+        self._search_chosen = jit_compile_search is None
+        if self._search_chosen:
+            jit_compile_search = search_engine.compiles_by_default(
+                model, shortlist, jit_compile_step, growing_cache)
         self.jit_compile_search = bool(jit_compile_search)
         supported = model.supports_growing_cache
-        compiled = jit_compile_step or jit_compile_search
+        compiled = jit_compile_step or (jit_compile_search
+                                        and not self._search_chosen)
         if growing_cache is None:
             growing_cache = supported and not compiled
         if growing_cache and not supported:
@@ -160,13 +171,23 @@ class Translator:
         task ids -> the search's `DecodingResult` (with
         `jit_compile_search`, `T` is the longest output the padded source
         allows, not the longest hypothesis)."""
-        if self.jit_compile_search:
+        if self.compiles_search:
             if self.shortlist is not None:  # set after construction
                 raise ValueError("jit_compile_search takes no shortlist")
             return self._compiled_search(options)(
                 _pad_width(source_ids, XLA_WIDTH_MULTIPLE), source_lengths,
                 task)
         return self._search_ids(source_ids, source_lengths, options, task)
+
+    @property
+    def compiles_search(self) -> bool:
+        """Whether the next search runs XLA-compiled: `jit_compile_search`,
+        unless it was chosen by default and a shortlist or UNK replacement
+        (set after construction, as the CLI does) needs the graph search."""
+        if self._search_chosen:
+            return (self.jit_compile_search and self.shortlist is None
+                    and self.unk_replacer is None)
+        return self.jit_compile_search
 
     def _search_ids(self, source_ids, source_lengths, options, task,
                     fixed_shapes=False):
@@ -180,7 +201,7 @@ class Translator:
             max_time = self.max_lengths(width[tf.newaxis], options)[0]
             shapes = {"max_time": tf.maximum(max_time, 1),
                       "attention_width": width}
-            state = self.initial_state(encoded, shapes["max_time"])
+            state = self.model.initial_state(encoded, shapes["max_time"])
         else:
             # The search runs at most max(max_lengths) steps: the state's size.
             state = self.initial_state(

@@ -17,11 +17,27 @@ import random
 import subprocess
 import sys
 
+import atexit
+import shutil
+import tempfile
+
 import pytest
 from hypothesis import HealthCheck, settings
 
-import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
-from model_families import FAMILIES
+# Under the default engine (`auto`) each of the suite's hundreds of tiny
+# models would compile an XLA search per shape and `gnmt-tf translate` would
+# convert a TFLite export after each first run: minutes of the suite's budget.
+# The graph search is the suite's default (set before gnmt_tf is imported,
+# and inherited by the commands tests start); tests/gnmt_tf/search_engine_test.py
+# runs `auto` itself. Caches go to a folder of this session, never ~/.cache.
+os.environ.setdefault("GNMT_TF_ENGINE", "graph")
+_CACHES = tempfile.mkdtemp(prefix="gnmt_tf_test_caches-")
+atexit.register(shutil.rmtree, _CACHES, True)
+os.environ.setdefault("GNMT_TF_XLA_CACHE", os.path.join(_CACHES, "xla"))
+os.environ.setdefault("GNMT_TF_TFLITE_CACHE", os.path.join(_CACHES, "tflite"))
+
+import gnmt_tf  # noqa: E402,F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
+from model_families import FAMILIES  # noqa: E402
 from model_families import FAMILIES_BY_NAME
 from model_families import QAT_FAMILIES
 from model_families import FamilyArtifacts

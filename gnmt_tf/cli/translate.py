@@ -20,11 +20,20 @@ Several ``--model`` flags make an ensemble; ``--predictors`` /
 combine models, an n-gram LM and a word-count bonus log-linearly
 (`gnmt_tf.predictor_model`); ``--rescore NBEST`` re-ranks an n-best list
 under that combination by forced decoding (`gnmt_tf.rescoring`).
+
+``--engine`` picks how ``--model`` searches (`gnmt_tf.search_engine`); by
+default (``auto``) a model whose float32 TFLite export is cached
+(`gnmt_tf.tflite_cache`) translates through it without loading
+TensorFlow, and a first run searches in process (compiled by XLA where it
+can) and then caches the export for the runs after it.
 """
+
+import sys
 
 from gnmt_tf.cli import sentence_lines, streaming, task_flags, unknown_script
 from gnmt_tf.cli import translate_backends as backends
 from gnmt_tf.config import PRECISIONS
+from gnmt_tf.search_engine import ENGINES
 from gnmt_tf.flags.arg_types import (non_negative_int, positive_int,
                                      probability)
 # Re-exported: the commands built on `translate` take its flag groups from here.
@@ -72,6 +81,14 @@ def register(subparsers):
         help="with one --model (a Transformer): compute in bfloat16, "
              "faster where the CPU has bfloat16 matmuls (AVX-512 BF16, "
              "AMX), at a small BLEU cost (docs/benchmarks.md: bfloat16)")
+    parser.add_argument(
+        "--engine", choices=ENGINES, default=None,
+        help="how --model searches: auto (default: its cached float32 "
+             "TFLite export when there is one, no TensorFlow loaded; else "
+             "in process, XLA-compiled where possible, then the export is "
+             "cached for the next runs), graph (the TensorFlow graph "
+             "search), xla (as --xla) or tflite (convert the export now if "
+             "it is not cached); $GNMT_TF_ENGINE sets the default")
     parser.add_argument(
         "--xla", action="store_true",
         help="with one --model: compile the whole search with XLA (beam "
@@ -217,9 +234,12 @@ def run(args):
         return _translate_document(args)
     backend = next((flag for flag in ("server", "tflite", "onnx")
                     if getattr(args, flag, None)), "model")
-    job = (backends.host_job(args, backend) if backend in ("tflite", "onnx")
-           else backends.server_job(args) if backend == "server"
-           else backends.model_job(args))
+    cache_after = None  # a model directory to cache the export of
+    if backend == "model":
+        job, cache_after = _model_or_cached_export_job(args)
+    else:
+        job = (backends.host_job(args, backend)
+               if backend in ("tflite", "onnx") else backends.server_job(args))
     if isinstance(job, int):  # --rescore, --pipeline: done
         return job
     try:
@@ -234,9 +254,49 @@ def run(args):
         job.finish()
         if check is not None:
             check.report()
+        if cache_after is not None and status == 0:
+            from gnmt_tf import tflite_cache
+
+            tflite_cache.build_with_note(cache_after, sys.stderr)
         return status
     finally:
         job.close()
+
+
+def _model_or_cached_export_job(args):
+    """`(job, cache_after)` for `--model`: the host job over the model's
+    cached float32 TFLite export where the engine (``auto``, ``tflite``)
+    and the flags allow, else the in-process model job; `cache_after` is
+    the model directory whose export to cache once this run is done
+    (``auto`` without one), or None.
+
+    Raises:
+      ValueError: ``--engine tflite`` with a flag only the in-process
+        search honours.
+    """
+    engine = backends.engine(args)
+    if engine not in ("auto", "tflite"):
+        return backends.model_job(args), None
+    refusal = backends.host_path_refusal(args)
+    if refusal is not None:
+        if engine == "tflite":
+            raise ValueError(f"--engine tflite cannot be used with "
+                             f"{refusal} (use --engine auto or graph)")
+        return backends.model_job(args), None
+    from gnmt_tf import tflite_cache
+    from gnmt_tf.pretrained import locate
+
+    model_dir = locate(args.model[0])
+    path = tflite_cache.cached(model_dir)
+    if path is None and engine == "tflite":
+        path = tflite_cache.build_with_note(model_dir, sys.stderr)
+        if path is None:
+            raise ValueError(f"--engine tflite: {model_dir} has no float32 "
+                             "TFLite export (see the note above)")
+    if path is not None:
+        return backends.host_job(args, "tflite", path), None
+    no_cache = tflite_cache.cache_dir() is None
+    return backends.model_job(args), None if no_cache else model_dir
 
 
 def _check_flag_combinations(args):
@@ -269,8 +329,10 @@ def _check_flag_combinations(args):
     for flag in ("shortlist", "replace_unk", "xla"):
         if getattr(args, flag, None) and not getattr(args, "model", None):
             raise ValueError(f"--{flag.replace('_', '-')} needs --model")
-    if getattr(args, "xla", False) and (args.server or getattr(
-            args, "shortlist", None)):
+    if getattr(args, "engine", None) and not getattr(args, "model", None):
+        raise ValueError("--engine needs --model")
+    if (getattr(args, "xla", False) or getattr(args, "engine", None)
+            == "xla") and (args.server or getattr(args, "shortlist", None)):
         raise ValueError("--xla compiles the in-process search: not with "
                          "--server or --shortlist")
     if args.server:

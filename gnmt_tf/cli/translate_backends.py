@@ -76,6 +76,58 @@ def served_search_options(args):
     return served
 
 
+# Flags that only the in-process search honours: with any of them,
+# `--model` never takes its cached TFLite export.
+_IN_PROCESS_FLAGS = ("shortlist", "replace_unk", "plot_attention", "pipeline",
+                     "rescore", "constraints", "glossary_constraints",
+                     "sepbeam_model")
+
+
+def engine(args):
+    """The engine `--model` translates with (`gnmt_tf.search_engine`):
+    `--engine`, else ``xla`` for `--xla`, else `$GNMT_TF_ENGINE` or
+    ``auto``.
+
+    Raises:
+      ValueError: `--xla` with another `--engine`, or a bad variable.
+    """
+    from gnmt_tf import search_engine
+
+    chosen = getattr(args, "engine", None)
+    if getattr(args, "xla", False):
+        if chosen not in (None, "xla"):
+            raise ValueError(f"--xla is --engine xla: not with --engine "
+                             f"{chosen}")
+        return "xla"
+    return chosen or search_engine.default_engine()
+
+
+def host_path_refusal(args):
+    """Why `--model` cannot translate through its cached float32 TFLite
+    export (the flag in the way, for messages), or None when it can: one
+    model, no predictors, float32, the beam or greedy decoder with GNMT's
+    early stopping, and none of `_IN_PROCESS_FLAGS`."""
+    # The flags as given: `predictor_settings` would parse them with
+    # TensorFlow, which this path exists to leave unloaded.
+    if len(getattr(args, "model", None) or []) != 1:
+        return "several --model"
+    for name in ("predictors", "weights", "lm", "ensemble_mode",
+                 "predictor_config"):
+        if getattr(args, name, None):
+            return f"--{name.replace('_', '-')}"
+    if getattr(args, "precision", "float32") != "float32":
+        return "--precision"
+    for name in _IN_PROCESS_FLAGS:
+        if getattr(args, name, None):
+            return f"--{name.replace('_', '-')}"
+    options = search_options(args)
+    if options.decoder not in ("beam", "greedy"):
+        return f"--decoder {options.decoder}"
+    if options.early_stopping != "gnmt":
+        return f"--early-stopping {options.early_stopping}"
+    return None
+
+
 def load_translator(args):
     """`(Translator, name)` of the model flags: a plain model directory,
     or a `PredictorModel` when several models or any predictor flag are
@@ -90,12 +142,14 @@ def load_translator(args):
     if not models:
         raise ValueError("give --model DIR (or --server HOST:PORT, "
                          "--tflite FILE or --onnx DIR)")
-    xla = getattr(args, "xla", False)
+    chosen = engine(args)
+    xla = chosen == "xla"
     if (len(models) == 1 and predictors is None and weights is None
             and lm is None and mode == "loglinear"):
         return Translator.from_model_dir(
             models[0], precision=getattr(args, "precision", "float32"),
-            jit_compile_search=xla), models[0]
+            jit_compile_search={"xla": True, "graph": False}.get(
+                chosen)), models[0]
     for flag, given in (("--precision", getattr(args, "precision", "float32")
                          != "float32"), ("--xla", xla)):
         if given:
@@ -237,16 +291,17 @@ def _rescore(args, translator, options, task):
     return 0
 
 
-def host_job(args, flag):
+def host_job(args, flag, path=None):
     """`--tflite FILE` / `--onnx DIR` (`flag`): a
-    `gnmt_tf.host_translator.HostTranslator` over the export."""
+    `gnmt_tf.host_translator.HostTranslator` over the export (at `path`
+    instead, for `--model`'s cached export)."""
     refuse_host_decoding(args, f"--{flag}")
     options = search_options(args)
     if options.early_stopping != "gnmt":
         raise ValueError(f"--{flag} searches with --early-stopping gnmt only")
     from gnmt_tf.host_translator import HostTranslator
 
-    path = getattr(args, flag)
+    path = path or getattr(args, flag)
     # No automatic choice here: the 1-thread gain at batch 1 was measured
     # for TensorFlow's search; TFLite's host search was faster with 2
     # (`benchmarks/results/task_space_decode_speed.json`).
@@ -287,10 +342,11 @@ def model_job(args):
     """`--model` (one or several, with predictors): a `Translator` in
     process, with every host-side search; `--rescore` and `--pipeline` run
     here and give their exit status instead of a job."""
-    if getattr(args, "xla", False):
+    if engine(args) in ("xla", "auto"):
         from gnmt_tf import xla_cache
 
-        xla_cache.enable()  # before TensorFlow loads
+        xla_cache.enable()  # before TensorFlow loads (importing gnmt_tf
+        # did, unless the variable was changed since)
     options = search_options(args)
     if getattr(args, "rescore", None) and not getattr(args, "input", None):
         raise ValueError("--rescore needs --input: the source sentences")

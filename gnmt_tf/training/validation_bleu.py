@@ -76,7 +76,11 @@ class ValidationBleu(keras.callbacks.Callback):
 
             if self.payload is not None:
                 self.model.attach_model_dir(self.subwords, self.payload)
-            self._translator = Translator(self.model, self.subwords)
+            # The graph search: the weights change between validations,
+            # and a compiled search would compile again at every new shape
+            # of every run for a few hundred sentences.
+            self._translator = Translator(self.model, self.subwords,
+                                          jit_compile_search=False)
             self.sample = _within(self.sample, self.subwords,
                                   self._translator.max_source_length)
         return self._translator

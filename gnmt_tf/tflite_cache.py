@@ -1,0 +1,128 @@
+"""Float32 TFLite exports of model directories, converted once and kept.
+
+`gnmt-tf translate --model M` translates with M's float32 TFLite export
+through the NumPy host search (`gnmt_tf.host_translator`) when one is
+cached: no TensorFlow import (3-4 s of a one-line run) and no tracing, and
+the translations are the in-process search's up to float rounding. The
+first run converts the export (`gnmt_tf.export.tflite.export_tflite`, the
+default shapes) into the cache for the runs after it.
+
+Entries live in `$GNMT_TF_TFLITE_CACHE` (``off``: none), else
+``~/.cache/gnmt_tf/tflite``, one folder per model fingerprint: a digest of
+the files the weights come from, so a retrained or replaced model gets a
+new entry and never an old export. Entries are written to a temporary
+folder and renamed into place, so a reader sees a whole entry or none.
+This module imports no TensorFlow; `build` does, to convert.
+"""
+
+import hashlib
+import os
+import pathlib
+import shutil
+import tempfile
+import time
+from typing import Optional
+
+CACHE_ENV = "GNMT_TF_TFLITE_CACHE"  # a directory, or "off"
+DEFAULT_DIR = pathlib.Path("~/.cache/gnmt_tf/tflite")
+MODEL_FILE = "model_float32.tflite"
+# Whole-content digests for these; checkpoints (large, many) by name, size
+# and modification time, as `make` would.
+CONTENT_FILES = ("config.json", "spm.model", "weights.npz")
+CHECKPOINT_DIR = "checkpoints"
+
+
+def cache_dir() -> Optional[pathlib.Path]:
+    """`$GNMT_TF_TFLITE_CACHE`, else ``~/.cache/gnmt_tf/tflite``; None
+    when the variable is ``off``."""
+    value = os.environ.get(CACHE_ENV)
+    if value == "off":
+        return None
+    return pathlib.Path(value or DEFAULT_DIR).expanduser()
+
+
+def fingerprint(model_dir) -> str:
+    """A digest of what `model_dir`'s translations depend on: its config,
+    vocabulary and weights (shipped ``weights.npz`` or training
+    checkpoints)."""
+    model_dir = pathlib.Path(model_dir)
+    digest = hashlib.sha256()
+    for name in CONTENT_FILES:
+        path = model_dir / name
+        if path.is_file():
+            digest.update(name.encode())
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+    checkpoints = model_dir / CHECKPOINT_DIR
+    if checkpoints.is_dir():
+        for path in sorted(checkpoints.rglob("*")):
+            if path.is_file():
+                info = path.stat()
+                digest.update(f"{path.relative_to(model_dir)} {info.st_size} "
+                              f"{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def entry(model_dir) -> Optional[pathlib.Path]:
+    """The folder `model_dir`'s export is (or would be) cached in; None
+    without a cache."""
+    directory = cache_dir()
+    if directory is None:
+        return None
+    return directory / fingerprint(model_dir)
+
+
+def cached(model_dir) -> Optional[pathlib.Path]:
+    """The cached float32 `.tflite` file of `model_dir`, or None."""
+    folder = entry(model_dir)
+    if folder is None or not (folder / MODEL_FILE).is_file():
+        return None
+    return folder / MODEL_FILE
+
+
+def build(model_dir) -> pathlib.Path:
+    """Converts `model_dir`'s float32 TFLite export into the cache (once:
+    an entry already there is returned as is); returns the `.tflite` path.
+
+    Raises:
+      ValueError: no cache (``off``), or the model does not convert.
+      OSError: the cache cannot be written.
+    """
+    folder = entry(model_dir)
+    if folder is None:
+        raise ValueError(f"{CACHE_ENV}=off: no TFLite cache")
+    if (folder / MODEL_FILE).is_file():
+        return folder / MODEL_FILE
+    from gnmt_tf.export.tflite import export_tflite
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{folder.name}-",
+                                            dir=folder.parent))
+    try:
+        export_tflite(model_dir, staging, "float32")
+        try:
+            os.rename(staging, folder)
+        except OSError:
+            if not (folder / MODEL_FILE).is_file():  # not a concurrent twin
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder / MODEL_FILE
+
+
+def build_with_note(model_dir, stream) -> Optional[pathlib.Path]:
+    """`build`, saying on `stream` what it did and how long it took, or
+    why it could not (one line; never raises)."""
+    start = time.perf_counter()
+    try:
+        path = build(model_dir)
+    except Exception as e:  # noqa: BLE001  (a note; translation is done)
+        print(f"note: no fast path cached for {model_dir}: "
+              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
+              file=stream)
+        return None
+    print(f"note: cached the float32 TFLite export of {model_dir} in "
+          f"{path.parent} ({time.perf_counter() - start:.1f} s, once): "
+          "the next runs translate without loading TensorFlow", file=stream)
+    return path
