@@ -4,13 +4,19 @@ Target tokens per second of `transformer_small` (random weights) with beam 4
 at batch 32 and batch 1, decoding a fixed number of tokens per sentence (no
 end token can be produced, no early stopping), three ways:
 
-- ours: `gnmt_tf.decoding.beam_search` in one `tf.function`, driving
-  `TaskSpaceTransformer.step` with its KV cache, growing by a position a
-  step (what `Translator` uses);
+- ours (the default engine, `gnmt_tf.search_engine`): the search compiled
+  whole with XLA as `Translator` runs it by default: the source padded up
+  to a multiple of `XLA_WIDTH_MULTIPLE` and a fixed-size KV cache for
+  `max_length_ratio` (2) times that width, of which the fixed output
+  length is used; its warm-up call compiles, and is not timed;
+- ours, graph: `gnmt_tf.decoding.beam_search` in one `tf.function`,
+  driving `TaskSpaceTransformer.step` with its KV cache, growing by a
+  position a step (the default before, and `--engine graph` now);
 - ours, fixed cache: the same with the fixed-size KV cache (the TFLite and
   XLA layout) of exactly the output length: the old default's best case,
   since `Translator` sized it for `max_length_ratio` (2) times the source;
-- ours, XLA search: the same search with the fixed-size cache, compiled
+- ours, XLA search: the compiled search with buffers of exactly the
+  source and output lengths (the best case of the default), compiled
   whole with XLA (`jit_compile=True`, every shape fixed; what
   `Translator(..., jit_compile_search=True)` and `gnmt-tf translate --xla`
   run); its warm-up call compiles, and is not timed;
@@ -26,7 +32,8 @@ end token can be produced, no early stopping), three ways:
   default shapes: any source length, growing KV cache), its `encode` +
   `decode_step` driven by the batched host search
   (`gnmt_tf.decoding.host_beam_search.beam_search_batch`), what `gnmt-tf translate
-  --tflite` runs;
+  --tflite` runs, and `gnmt-tf translate --model` by default once the
+  model's export is cached (`gnmt_tf.tflite_cache`);
 
 - ours, bfloat16 (`--bfloat16`): the in-graph search on the same weights
   computing in bfloat16 (`--precision mixed_bfloat16`); CTranslate2 offers
@@ -78,6 +85,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from gnmt_tf.decoding.beam_search import beam_search  # noqa: E402
+from gnmt_tf.decoding.segmented_loop import segment_lengths  # noqa: E402
+from gnmt_tf.translator import (XLA_WIDTH_MULTIPLE, SearchOptions,  # noqa: E402
+                                pad_width)
 from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
@@ -89,8 +99,10 @@ RESULT = REPO_ROOT / "benchmarks" / "results" / "task_space_decode_speed.json"
 BEAM = 4
 TASK = ("en", "de", ("caption",))
 NO_END_ID = -1  # never produced: every hypothesis runs to the fixed length
+DEFAULT_OPTIONS = SearchOptions()  # its max_length_ratio sizes the buffers
 # What `--only` can select, in the order they run within a round.
-SETTINGS = ("ours", "fixed_cache", "xla_search", "bfloat16", "ctranslate2",
+SETTINGS = ("ours", "graph", "fixed_cache", "xla_search", "bfloat16",
+            "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
             "nocache")
 
@@ -140,7 +152,11 @@ CACHES = ("growing", "fixed", "none", "xla")
 
 
 def ours_fn(model, output_length, cache="growing"):
+    """`cache`: growing, fixed or none (the graph search), xla (compiled,
+    exact buffers) or default (compiled, `Translator`'s buffers)."""
     def search(source_ids, src_lang, tgt_lang, tags):
+        if cache == "default":
+            return default_search(source_ids, src_lang, tgt_lang, tags)
         encoded = model.encode(source_ids, src_lang, tgt_lang, tags)
         if cache != "none":
             state = model.initial_state(encoded, output_length,
@@ -158,9 +174,29 @@ def ours_fn(model, output_length, cache="growing"):
             BEAM, output_length, early_stopping="none", **shapes)
         return result.ids[:, 0], result.lengths[:, 0]
 
-    if cache == "xla":
+    def default_search(source_ids, src_lang, tgt_lang, tags):
+        # As Translator(...).search_ids with its default engine: the width
+        # padded to a bucket, the buffers sized from it, the KV cache grown
+        # in segments.
+        source_ids = pad_width(source_ids, XLA_WIDTH_MULTIPLE)
+        width = tf.shape(source_ids)[1]
+        max_time = tf.cast(tf.math.ceil(
+            DEFAULT_OPTIONS.max_length_ratio * tf.cast(width, tf.float32)),
+            tf.int32)
+        segments = segment_lengths(max_time)
+        encoded = model.encode(source_ids, src_lang, tgt_lang, tags)
+        state = model.initial_state(encoded, segments[0])
+        result = beam_search(
+            model.step, state, tf.fill([tf.shape(source_ids)[0]],
+                                       model.config.bos_id), NO_END_ID,
+            BEAM, output_length, early_stopping="none", max_time=max_time,
+            attention_width=width, segments=segments,
+            resize_state=model.resize_cache)
+        return result.ids[:, 0, :output_length], result.lengths[:, 0]
+
+    if cache in ("xla", "default"):
         def compiled(*inputs):
-            with model.compiled_step_context():
+            with model.compiled_search_context():
                 return search(*inputs)
 
         return tf.function(compiled, autograph=False, jit_compile=True)
@@ -399,7 +435,8 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001  (reported in the JSON)
                 print(f"TFLite {quantization} export failed: {e}",
                       file=sys.stderr)
-        caches = {"ours": "growing", "fixed_cache": "fixed",
+        caches = {"ours": "default", "graph": "growing",
+                  "fixed_cache": "fixed",
                   "xla_search": "xla", "bfloat16": "bfloat16",
                   "nocache": "none"}
         settings = []  # (key, measure), in SETTINGS order per batch size
@@ -435,12 +472,13 @@ def main(argv=None):
     ratio_rounds = {}
     for batch in (int(b) for b in args.batch_sizes.split(",")):
         key = f"beam{BEAM}_batch{batch}"
-        if results.get(f"ours_{key}") and results.get(
+        if results.get(f"ours_graph_{key}") and results.get(
                 f"ours_fixed_cache_{key}"):
             results[f"growing_over_fixed_cache_{key}"] = round(
-                results[f"ours_{key}"]
+                results[f"ours_graph_{key}"]
                 / results[f"ours_fixed_cache_{key}"], 3)
         for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
+                                  (f"ours_graph_{key}", f"ctranslate2_{key}"),
                                   (f"ours_xla_search_{key}",
                                    f"ctranslate2_{key}"),
                                   (f"ours_bfloat16_{key}",

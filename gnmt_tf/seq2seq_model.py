@@ -120,6 +120,8 @@ class Seq2SeqModelBase:
       source_prefix: None: nothing before the source.
       supports_growing_cache: False: `initial_state` takes no
         `growing_cache` (a KV cache that grows a position a step).
+      resizes_cache: False: the decoding state holds no buffer sized by
+        `initial_state`'s `max_length` that `resize_cache` could grow.
       supports_compiled_search: True: the whole search compiles with XLA
         (`Translator(..., jit_compile_search=True)`), so a `Translator`
         compiles it by default (`gnmt_tf.search_engine`); False for a
@@ -141,6 +143,7 @@ class Seq2SeqModelBase:
     source_prefix = None
     supports_growing_cache = False
     supports_compiled_search = True
+    resizes_cache = False
     exports_encode_at_any_batch = False
     cell_clip = None
     max_step_score = 0.0
@@ -154,6 +157,20 @@ class Seq2SeqModelBase:
     def attach_model_dir(self, subwords, payload):
         """Called by `gnmt_tf.model_dir.load_model` with the vocabulary and
         `config.json`; nothing to read by default."""
+
+    def resize_cache(self, state, max_length):
+        """`state` (from `initial_state`, any rows) with room for
+        `max_length` steps, for models that set `resizes_cache`: a search
+        compiled with XLA starts with a short cache and grows it
+        (`gnmt_tf.decoding.segmented_loop`)."""
+        raise NotImplementedError(f"{type(self).__name__} does not resize "
+                                  "its decoding state")
+
+    def compiled_search_context(self):
+        """The context a whole XLA-compiled search is traced in
+        (`Translator(..., jit_compile_search=True)`), entered before the
+        search's loop: `compiled_step_context` by default."""
+        return self.compiled_step_context()
 
     def compiled_step_context(self):
         """The context a compiled step is traced in: the search of

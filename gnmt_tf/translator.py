@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from gnmt_tf import search_engine, seq2seq_model
 from gnmt_tf.checks import check_number
+from gnmt_tf.decoding import segmented_loop
 from gnmt_tf.decoding.beam_search import beam_search
 from gnmt_tf.decoding.greedy_search import greedy_search
 from gnmt_tf.decoding.xla_step import xla_step
@@ -175,7 +176,7 @@ class Translator:
             if self.shortlist is not None:  # set after construction
                 raise ValueError("jit_compile_search takes no shortlist")
             return self._compiled_search(options)(
-                _pad_width(source_ids, XLA_WIDTH_MULTIPLE), source_lengths,
+                pad_width(source_ids, XLA_WIDTH_MULTIPLE), source_lengths,
                 task)
         return self._search_ids(source_ids, source_lengths, options, task)
 
@@ -201,7 +202,12 @@ class Translator:
             max_time = self.max_lengths(width[tf.newaxis], options)[0]
             shapes = {"max_time": tf.maximum(max_time, 1),
                       "attention_width": width}
-            state = self.model.initial_state(encoded, shapes["max_time"])
+            length = shapes["max_time"]
+            if self.model.resizes_cache:  # a short cache, grown as needed
+                shapes["segments"] = segmented_loop.segment_lengths(length)
+                shapes["resize_state"] = self.model.resize_cache
+                length = shapes["segments"][0]
+            state = self.model.initial_state(encoded, length)
         else:
             # The search runs at most max(max_lengths) steps: the state's size.
             state = self.initial_state(
@@ -212,11 +218,11 @@ class Translator:
     def _compiled_search(self, options):
         """`_search_ids` with fixed shapes as one XLA-compiled function,
         cached per `options`; traced in the model's
-        `compiled_step_context()` where it has one."""
+        `compiled_search_context()`."""
         key = ("xla", options)
         if _hashable(options) and key in self._functions:
             return self._functions[key]
-        context = self.model.compiled_step_context
+        context = self.model.compiled_search_context
 
         def search(source_ids, source_lengths, task):
             with context():
@@ -272,11 +278,12 @@ class Translator:
 
     def run_search(self, state, source_lengths, options: SearchOptions,
                    max_lengths=None, source_ids=None, max_time=None,
-                   attention_width=None):
+                   attention_width=None, segments=None, resize_state=None):
         """Runs the search from a decoding `state`; returns its
         `DecodingResult` (ids in the model's vocabulary, not text).
         `source_ids [B, S]` are needed with a shortlist; `max_time` and
-        `attention_width` fix the search's shapes (see `beam_search`)."""
+        `attention_width` fix the search's shapes, and `segments` and
+        `resize_state` split its loop (see `beam_search`)."""
         if max_lengths is None:
             max_lengths = self.max_lengths(source_lengths, options)
         if options.decoder not in GRAPH_DECODERS:
@@ -297,7 +304,9 @@ class Translator:
         if options.beam_size == 1 or options.decoder == "greedy":
             result = greedy_search(step_fn, state, start_ids, eos_id,
                                    max_lengths, max_time=max_time,
-                                   attention_width=attention_width)
+                                   attention_width=attention_width,
+                                   segments=segments,
+                                   resize_state=resize_state)
         else:
             result = beam_search(
                 step_fn, state, start_ids, eos_id, options.beam_size,
@@ -307,7 +316,8 @@ class Translator:
                 beam_width=options.beam_width,
                 num_hypotheses=options.num_hypotheses,
                 early_stopping=options.early_stopping, max_time=max_time,
-                attention_width=attention_width)
+                attention_width=attention_width, segments=segments,
+                resize_state=resize_state)
         if restricted is not None:
             result = result._replace(ids=restricted.to_vocabulary(
                 result.ids, result.lengths))
@@ -502,7 +512,7 @@ class Translator:
                                                         batch_size, **task)]
 
 
-def _pad_width(source_ids, multiple):
+def pad_width(source_ids, multiple):
     """`source_ids [B, S]` zero-padded (the pad id) on the right to a
     width that is a multiple of `multiple`."""
     width = tf.shape(source_ids)[1]

@@ -25,7 +25,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import penalties
+from gnmt_tf.decoding import penalties, segmented_loop
 from gnmt_tf.translation import EARLY_STOPPING_MODES
 
 
@@ -207,7 +207,8 @@ def _drop_below_best(finished, beam_width):
 def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 max_lengths, source_lengths=None, length_penalty=0.0,
                 coverage_penalty=0.0, beam_width=None, num_hypotheses=1,
-                early_stopping="gnmt", max_time=None, attention_width=None):
+                early_stopping="gnmt", max_time=None, attention_width=None,
+                segments=None, resize_state=None):
     """Beam search with GNMT scoring, pruning and early stopping.
 
     Hypotheses are ranked by the GNMT score (Wu et al. 2016, eq. 14):
@@ -300,6 +301,10 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             the step's attention, when known before the first step: the
             coverage and attention buffers start at that width (by default
             they start empty and are padded once `S` is seen).
+        segments, resize_state: with `max_time`, run the loop in segments
+            ending at these steps, the state (holding `segments[0]` steps)
+            resized by `resize_state(state, length)` between them
+            (`gnmt_tf.decoding.segmented_loop`); the result is the same.
 
     Returns:
         A `DecodingResult` with `ids [B, N, T]`, `lengths [B, N]`,
@@ -443,17 +448,16 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         # Only the beam axis is static: B, T and S vary (S from 0 to S).
         return tf.TensorShape([None, x.shape[1]] + [None] * (x.shape.rank - 2))
 
-    loop_vars = (tf.constant(0), alive, finished, state, stopped)
-    shape_invariants = (
-        tf.TensorShape([]),
-        tf.nest.map_structure(buffer_shape, alive),
-        tf.nest.map_structure(buffer_shape, finished),
-        tf.nest.map_structure(state_shape_invariant, state),
-        tf.TensorShape([None]),
-    )
-    num_steps, _, finished, _, _ = tf.while_loop(
-        cond, body, loop_vars, shape_invariants=shape_invariants,
-        maximum_iterations=max_time)
+    def shape_invariants(loop_vars):
+        return (tf.TensorShape([]),
+                tf.nest.map_structure(buffer_shape, loop_vars[1]),
+                tf.nest.map_structure(buffer_shape, loop_vars[2]),
+                tf.nest.map_structure(state_shape_invariant, loop_vars[3]),
+                tf.TensorShape([None]))
+
+    num_steps, _, finished, _, _ = segmented_loop.while_loop(
+        cond, body, (tf.constant(0), alive, finished, state, stopped),
+        shape_invariants, max_time, 3, segments, resize_state)
 
     if beam_width is not None:
         finished = _drop_below_best(finished, beam_width)

@@ -12,10 +12,12 @@ from gnmt_tf.decoding.beam_search import DecodingResult
 from gnmt_tf.decoding.beam_search import buffer_length
 from gnmt_tf.decoding.beam_search import pad_last
 from gnmt_tf.decoding.beam_search import state_shape_invariant
+from gnmt_tf.decoding import segmented_loop
 
 
 def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
-                  select_fn=None, max_time=None, attention_width=None):
+                  select_fn=None, max_time=None, attention_width=None,
+                  segments=None, resize_state=None):
     """Greedy decoding as one `tf.while_loop`.
 
     Each sentence stops at its end token or at its maximum length; the loop
@@ -42,6 +44,7 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
             `gnmt_tf.decoding.sampling.sample_search` samples with it.
         max_time, attention_width: fixed buffer shapes, as in
             `beam_search` (`T = max_time`, outputs not trimmed).
+        segments, resize_state: the loop in segments, as in `beam_search`.
 
     Returns:
         A `DecodingResult` with `N = 1`: `ids [B, 1, T]`, `lengths [B, 1]`,
@@ -97,16 +100,16 @@ def greedy_search(step_fn, initial_state, start_ids, end_id, max_lengths,
         tf.zeros([batch_size], tf.bool),
         initial_state,
     )
-    shape_invariants = (
-        tf.TensorShape([]), tf.TensorShape([None]),
-        tf.TensorShape([None, None]), tf.TensorShape([None]),
-        tf.TensorShape([None]), tf.TensorShape([None, None, None]),
-        tf.TensorShape([None]),
-        tf.nest.map_structure(state_shape_invariant, initial_state),
-    )
-    num_steps, _, ids, log_prob, lengths, history, _, _ = tf.while_loop(
-        cond, body, loop_vars, shape_invariants=shape_invariants,
-        maximum_iterations=max_time)
+    def shape_invariants(loop_vars):
+        return (tf.TensorShape([]), tf.TensorShape([None]),
+                tf.TensorShape([None, None]), tf.TensorShape([None]),
+                tf.TensorShape([None]), tf.TensorShape([None, None, None]),
+                tf.TensorShape([None]),
+                tf.nest.map_structure(state_shape_invariant, loop_vars[7]))
+
+    num_steps, _, ids, log_prob, lengths, history, _, _ = (
+        segmented_loop.while_loop(cond, body, loop_vars, shape_invariants,
+                                  max_time, 7, segments, resize_state))
 
     out_time = tf.maximum(tf.reduce_max(lengths), 0) if trim else max_time
     log_prob = log_prob[:, tf.newaxis]

@@ -1,5 +1,6 @@
 """`TaskSpaceTransformer`: one Transformer for many directions and scenes."""
 
+import contextlib
 from typing import Mapping
 
 import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
@@ -249,6 +250,7 @@ class TaskSpaceTransformer(Seq2SeqModelBase, QuantizationPoints, keras.Model):
     runs_in_low_precision = True  # the `dtype` policies of `__init__`
     # `initial_state(..., growing_cache=True)` exists (`Translator` uses it).
     supports_growing_cache = True
+    resizes_cache = True  # the fixed cache's length axis (`resize_cache`)
     # The encoder has no loop, so its TFLite `encode` takes any batch size
     # (GNMT's `tf.scan` lowers only at a fixed one).
     exports_encode_at_any_batch = True
@@ -260,6 +262,13 @@ class TaskSpaceTransformer(Seq2SeqModelBase, QuantizationPoints, keras.Model):
         einsums are slower there at batch 32 (docs/benchmarks.md,
         the whole search compiled by XLA)."""
         return one_query_products(True)
+
+    @contextlib.contextmanager
+    def compiled_search_context(self):
+        """`compiled_step_context`, and the output projection's transposed
+        matrix computed once a search (`SharedEmbedding.hoisted_projection`)."""
+        with self.compiled_step_context(), self.embedding.hoisted_projection():
+            yield
 
     def initial_state(self, encoded, max_length=None, growing_cache=False):
         """The decoding state before the first `step`.
@@ -304,6 +313,20 @@ class TaskSpaceTransformer(Seq2SeqModelBase, QuantizationPoints, keras.Model):
                 "cross_key": cross_key,
                 "cross_value": cross_value}
         return state
+
+    def resize_cache(self, state, max_length):
+        """`state` with its fixed self-attention cache zero-padded to
+        `max_length` positions (positions past a row's time are masked,
+        so the padding changes no result)."""
+        resized = dict(state)
+        for i in range(len(self.decoder_layers)):
+            layer = dict(state[f"layer_{i}"])
+            for name in ("self_key", "self_value"):
+                cache = layer[name]
+                pad = max_length - tf.shape(cache)[1]
+                layer[name] = tf.pad(cache, [[0, 0], [0, pad], [0, 0], [0, 0]])
+            resized[f"layer_{i}"] = layer
+        return resized
 
     def step(self, ids, state):
         """Decodes one token per row.
