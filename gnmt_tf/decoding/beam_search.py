@@ -25,7 +25,7 @@ import gnmt_tf  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow loads)
 
 import tensorflow as tf
 
-from gnmt_tf.decoding import penalties, segmented_loop
+from gnmt_tf.decoding import penalties, segmented_loop, top_k
 from gnmt_tf.translation import EARLY_STOPPING_MODES
 
 
@@ -356,7 +356,8 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
         log_probs, attention, new_state = step_fn(
             tf.reshape(alive["last"], [-1]), state)
         log_probs = unflatten_beams(tf.cast(log_probs, tf.float32), k)
-        vocab_size = tf.shape(log_probs)[2]                           # [B,K,V]
+        # Static where known, so that `top_k` sees the rows' width.
+        vocab_size = log_probs.shape[2] or tf.shape(log_probs)[2]     # [B,K,V]
         if attention is None:
             if _static_value(beta) != 0:
                 raise ValueError(
@@ -386,8 +387,9 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                                  length >= max_lengths, end_id, beam_width)
 
         # Keep the K best of the K * V candidates.
-        top_scores, top = tf.math.top_k(
-            tf.reshape(cand_scores, [batch_size, k * vocab_size]), k)
+        top_scores, top = top_k.top_k(tf.reshape(
+            cand_scores, [start_ids.shape[0] or batch_size, k * vocab_size]),
+            k)
         beam, token = top // vocab_size, top % vocab_size          # [B, K]
         top_log_probs = tf.gather(
             tf.reshape(cand_log_probs, [batch_size, k * vocab_size]), top,
