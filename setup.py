@@ -109,7 +109,8 @@ setup(
     packages=find_packages(include=["gnmt_tf*"]),
     package_data={"gnmt_tf.export": ["allowed_ops.txt"],
                   "gnmt_tf": ["pretrained/*/*",
-                              "pretrained/*/tflite_int8/*"]},
+                              "pretrained/*/tflite_int8/*",
+                              "pretrained/*/tflite_float32/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         **EXTRAS_REQUIRE,

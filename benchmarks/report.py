@@ -67,6 +67,10 @@ TITLES = {
     "fast_align": ("fast_align re-implementation",
                    "Our NumPy fast_align against the original C++ tool on "
                    "Multi30k."),
+    "first_sentence_latency": ("First-sentence latency",
+                               "One line through `gnmt-tf translate --model "
+                               "multi30k-transformer` from a fresh process, "
+                               "engine by engine, and its parts."),
     "gnmt_ablation": ("GNMT training choices",
                       "Training choices compared at equal steps, and whether "
                       "the attention aligns."),

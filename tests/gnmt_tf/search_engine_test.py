@@ -178,3 +178,38 @@ def test_engine_flags_refuse_what_they_cannot_do(ts_model_dir, tmp_path,
              "--engine needs --model")):
         assert main(common + flags) == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_shipped_export_is_used_only_while_it_matches(ts_model_dir,
+                                                       tmp_path,
+                                                       monkeypatch):
+    import gzip
+    import shutil
+
+    copy = tmp_path / "model"
+    shutil.copytree(ts_model_dir, copy)
+    monkeypatch.setenv(tflite_cache.CACHE_ENV, str(tmp_path / "cache"))
+    packed = tflite_cache.ship(copy)
+    assert tflite_cache.shipped(copy) == packed
+    assert not list(copy.glob(".tflite_float32-*"))  # staging cleaned up
+    assert not (tmp_path / "cache").exists()  # shipping caches nothing
+    path = tflite_cache.cached(copy)  # unpacked into the cache
+    assert path.read_bytes() == gzip.decompress(packed.read_bytes())
+    assert (path.parent / "spm.model").is_file()
+    assert tflite_cache.ship(copy) == packed  # replaced whole
+    newest = max((copy / "checkpoints").glob("*.data-*"))
+    with open(newest, "ab") as f:
+        f.write(b"\0")
+    assert tflite_cache.shipped(copy) is None  # stale: never used
+    assert tflite_cache.cached(copy) is None
+    monkeypatch.setenv(tflite_cache.CACHE_ENV, "off")
+    assert tflite_cache.cached(ts_model_dir) is None
+
+
+def test_the_shipped_transformer_carries_its_matching_export():
+    from gnmt_tf.pretrained import locate
+
+    model_dir = locate("multi30k-transformer")
+    assert tflite_cache.shipped(model_dir) is not None, (
+        "stale or missing: python -c 'from gnmt_tf import tflite_cache; "
+        f"tflite_cache.ship(\"{model_dir}\")'")
