@@ -161,7 +161,8 @@ def ship(model_dir) -> pathlib.Path:
                 gzip.open(staging / SHIPPED_FILE, "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         os.remove(staging / MODEL_FILE)
-        (staging / SHIPPED_FINGERPRINT).write_text(fingerprint(model_dir) + "\n")
+        (staging / SHIPPED_FINGERPRINT).write_text(
+            fingerprint(model_dir) + "\n")
         target = model_dir / SHIPPED_DIR
         if target.exists():
             os.rename(target, old)
