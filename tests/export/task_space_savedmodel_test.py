@@ -166,6 +166,58 @@ def test_local_server_serves_it(ts_export_dir, ts_fresh, batch):
         server.stop(grace=2)
 
 
+def test_server_side_batching_gives_batch_one_outputs(ts_export_dir, batch):
+    """Each row sent as its own request, all at once, to a server that merges
+    them into batches: every answer equals that row translated alone."""
+    import threading
+
+    import numpy as np
+
+    from gnmt_tf.serving.batching_config import BatchingParameters
+    from gnmt_tf.serving.client import TranslationClient
+    from gnmt_tf.serving.model_manager import ModelManager
+    from gnmt_tf.serving.model_manager import load_saved_model
+    from gnmt_tf.serving.server import ModelServer
+
+    rows = [i for i, t in enumerate(batch["text"]) if t.strip()]
+    run = load_saved_model(str(ts_export_dir)).runners["serving_default"]
+    alone = [run({k: np.array([v[i].encode()], object)
+                  for k, v in batch.items()})["translations"][0].decode()
+             for i in rows]
+    batching = BatchingParameters(max_batch_size=len(rows),
+                                  batch_timeout_micros=200_000)
+    server = ModelServer(ModelManager({"ts": str(ts_export_dir.parent)},
+                                      poll_interval_s=0.0, batching=batching),
+                         port=0)
+    server.start()
+    try:
+        batcher, = [b for _, _, key, b in server.manager.batchers()
+                    if key == "serving_default"]
+        served = [None] * len(rows)
+        barrier = threading.Barrier(len(rows))
+
+        def one(j):
+            i = rows[j]
+            client = TranslationClient(server.target, "ts", timeout=60,
+                                       task_inputs={k: v[i] for k, v in
+                                                    batch.items()
+                                                    if k != "text"})
+            barrier.wait(30)
+            served[j] = client.predict([batch["text"][i]])[0][0]
+            client.close()
+
+        threads = [threading.Thread(target=one, args=(j,))
+                   for j in range(len(rows))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert served == alone
+        assert max(batcher.batch_sizes) > 1, dict(batcher.batch_sizes)
+    finally:
+        server.stop(grace=2)
+
+
 @pytest.mark.slow
 def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path,
                                         batch):
