@@ -1,18 +1,21 @@
 """Benchmark: the local gRPC server under concurrent load, with and without
 server-side dynamic batching, plus failed requests during a hot version reload.
 
-For each setting (batching off / on) a `gnmt-tf serve` process is started on a
-free 127.0.0.1 port; N client threads (default 1, 8, 32, 64) each send
-`Predict` requests of `--sentences-per-request` sentences back to back for
-`--seconds`; throughput (sentences/s), p50/p99 latency, errors and the server's
-RSS before/after are recorded. Without `--batching_parameters_file` batching
-uses `max_batch_size` 32, 2 ms, and the server's default padding to batch
-sizes 1, 2, 4, 8, 16, 32 (see `gnmt_tf.serving.cli.DEFAULT_ALLOWED_SIZES`). The hot-reload check serves a temporary base
-folder whose version folders are symlinks to the newest real version, adds
-version N+1 while 8 clients run, keeps them running until N+1 is AVAILABLE
-and N unloaded (plus two seconds), and counts failed requests. After the
-last client count, each setting repeats it once: RSS that stops growing on
-the repeat is warm-up (allocator pools, thread stacks), not a leak.
+Two `gnmt-tf serve` processes, without and with server-side batching, run
+side by side on free 127.0.0.1 ports; for each client count (default 1, 8,
+32, 64), `--repeats` pairs of runs (the order alternating) send, from N
+client threads, `Predict` requests of `--sentences-per-request` sentences
+back to back for `--seconds`. Each run records throughput (sentences/s),
+p50/p99 latency, errors and the server's RSS before/after; `batching_gain`
+is, per client count, the batched over the unbatched throughput of each
+pair and their median (pairs, not two far-apart runs: this machine's speed
+drifts by a fifth within minutes). Without `--batching_parameters_file`
+batching uses `DEFAULT_BATCHING`. RSS that stops growing over the repeats is
+warm-up (allocator pools, thread stacks), not a leak. The hot-reload check
+serves a temporary base folder whose version folders are symlinks to the
+newest real version, adds version N+1 while 8 clients run, keeps them
+running until N+1 is AVAILABLE and N unloaded (plus two seconds), and
+counts failed requests.
 
     python benchmarks/serving_load.py --model_base_path exports/gnmt \\
         --model_name gnmt [--seconds 30] [--out benchmarks/results/serving_load.json]
@@ -33,6 +36,7 @@ import os
 import pathlib
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,7 +47,6 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from gnmt_tf.serving.batching_config import BatchingParameters  # noqa: E402
-from gnmt_tf.serving.cli import DEFAULT_ALLOWED_SIZES  # noqa: E402
 from gnmt_tf.serving.client import TranslationClient  # noqa: E402
 from gnmt_tf.serving.client import TranslationError  # noqa: E402
 from gnmt_tf.serving.model_manager import list_versions  # noqa: E402
@@ -62,6 +65,18 @@ SENTENCES = [
     "A man sleeping in a green room on a couch.",
     "A boy wearing headphones sits on a woman's shoulders.",
 ]
+
+
+# A batch thread per core, batches of at most 16: at 32 clients two batches
+# of 16 run at once, which kept 2 cores busier than one of 32. 30 ms: the
+# answers of a batch come back as new requests spread over several ms (Python
+# clients and server threads), and a shorter timeout cuts them into smaller
+# batches. Chosen with benchmarks/serving_batching_configs.py on the shipped
+# Transformer at 32 clients (docs/serving.md, "Batching on CPU").
+DEFAULT_BATCHING = BatchingParameters(
+    max_batch_size=16, batch_timeout_micros=30_000, max_enqueued_batches=1000,
+    num_batch_threads=os.cpu_count() or 1,
+    allowed_batch_sizes=(1, 2, 4, 8, 16))
 
 
 def task_inputs(spec):
@@ -179,38 +194,63 @@ def load(target, name, clients, seconds, per_request, task=None,
     return len(latencies) + errors[0], errors[0], latencies
 
 
-def run_setting(args, batching_file, clients_list):
-    server = ServerProcess(args.model_base_path, args.model_name, batching_file)
-    runs = []
+def one_run(server, args, clients, batching, repeat):
+    """`clients` clients against `server` for `args.seconds`: one record."""
+    before = rss_mb(server.process.pid)
+    requests, errors, latencies = load(
+        server.target, args.model_name, clients, args.seconds,
+        args.sentences_per_request, args.task)
+    run = {
+        "model": args.model_name, "clients": clients, "repeat": repeat,
+        "server_batching": batching,
+        "seconds": args.seconds, "requests": requests, "errors": errors,
+        "sentences_per_s": round(len(latencies) * args.sentences_per_request
+                                 / args.seconds, 1),
+        "p50_ms": percentile(latencies, 50),
+        "p99_ms": percentile(latencies, 99),
+        "server_rss_mb_before": before,
+        "server_rss_mb_after": rss_mb(server.process.pid)}
+    for key in ("p50_ms", "p99_ms"):
+        if run[key] is not None:
+            run[key] = round(run[key], 2)
+    print(json.dumps(run), flush=True)
+    return run
+
+
+def run_interleaved(args, batching_file, clients_list):
+    """Both servers (without and with batching) up at once; for each client
+    count, `args.repeats` pairs of runs, the order alternating, so that a
+    drift in the machine's speed hits both settings alike. Returns the runs
+    and `{clients: {"per_pair": [...], "median": x}}` (batched over
+    unbatched sentences/s)."""
+    servers = {False: ServerProcess(args.model_base_path, args.model_name),
+               True: ServerProcess(args.model_base_path, args.model_name,
+                                   batching_file)}
+    runs, gains = [], {}
     try:
-        server.wait_ready(args.model_name, args.start_timeout)
-        load(server.target, args.model_name, 1, 1.0,
-             args.sentences_per_request, args.task)
-        for repeat, clients in enumerate(clients_list + clients_list[-1:]):
-            before = rss_mb(server.process.pid)
-            requests, errors, latencies = load(
-                server.target, args.model_name, clients, args.seconds,
-                args.sentences_per_request, args.task)
-            run = {
-                "model": args.model_name, "clients": clients,
-                "repeat": repeat == len(clients_list),
-                "server_batching": batching_file is not None,
-                "seconds": args.seconds, "requests": requests, "errors": errors,
-                "sentences_per_s": round(len(latencies)
-                                         * args.sentences_per_request
-                                         / args.seconds, 1),
-                "p50_ms": percentile(latencies, 50),
-                "p99_ms": percentile(latencies, 99),
-                "server_rss_mb_before": before,
-                "server_rss_mb_after": rss_mb(server.process.pid)}
-            for key in ("p50_ms", "p99_ms"):
-                if run[key] is not None:
-                    run[key] = round(run[key], 2)
-            print(json.dumps(run), flush=True)
-            runs.append(run)
+        for server in servers.values():
+            server.wait_ready(args.model_name, args.start_timeout)
+            load(server.target, args.model_name, 4, 2.0,
+                 args.sentences_per_request, args.task)
+        for clients in clients_list:
+            pairs = []
+            for repeat in range(args.repeats):
+                order = (False, True) if repeat % 2 == 0 else (True, False)
+                pair = {b: one_run(servers[b], args, clients, b, repeat)
+                        for b in order}
+                runs += [pair[b] for b in order]
+                if pair[False]["sentences_per_s"]:
+                    pairs.append(round(pair[True]["sentences_per_s"]
+                                       / pair[False]["sentences_per_s"], 3))
+            gains[str(clients)] = {
+                "per_pair": pairs,
+                "median": statistics.median(pairs) if pairs else None}
+            print(f"{clients} clients: batching gain {gains[str(clients)]}",
+                  flush=True)
     finally:
-        server.stop()
-    return runs
+        for server in servers.values():
+            server.stop()
+    return runs, gains
 
 
 def hot_reload(args, batching_file):
@@ -276,7 +316,11 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--sentences-per-request", type=int, default=1)
     parser.add_argument("--batching_parameters_file",
-                        help="default: max_batch_size 32, 2 ms timeout")
+                        help="default: DEFAULT_BATCHING (max_batch_size 16, "
+                             "30 ms, a batch thread per core)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="pairs of runs (without, with batching) per "
+                             "client count")
     parser.add_argument("--reload-seconds", type=float, default=8.0)
     parser.add_argument("--start-timeout", type=float, default=300.0)
     parser.add_argument("--task", help="SRC,TGT,TAGS for task-space exports "
@@ -287,6 +331,8 @@ def main(argv=None):
         REPO_ROOT / "benchmarks" / "results" / "serving_load.json"))
     args = parser.parse_args(argv)
     clients_list = [int(c) for c in args.clients.split(",")]
+    if args.seconds <= 0 or args.repeats < 1 or min(clients_list) < 1:
+        parser.error("--seconds must be > 0, --repeats and --clients >= 1")
     args.task = task_inputs(args.task)
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -294,13 +340,10 @@ def main(argv=None):
         if batching_file is None:
             batching_file = os.path.join(tmp, "batching_parameters.txt")
             with open(batching_file, "w") as f:
-                f.write(BatchingParameters(
-                    max_batch_size=32, batch_timeout_micros=2000,
-                    max_enqueued_batches=1000,
-                    num_batch_threads=os.cpu_count() or 1,
-                    allowed_batch_sizes=DEFAULT_ALLOWED_SIZES).to_text())
-        runs = run_setting(args, None, clients_list)
-        runs += run_setting(args, batching_file, clients_list)
+                f.write(DEFAULT_BATCHING.to_text())
+        with open(batching_file) as f:
+            batching_text = f.read()
+        runs, gains = run_interleaved(args, batching_file, clients_list)
         reload = hot_reload(args, batching_file)
 
     command = " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)] + sys.argv[1:])
@@ -316,6 +359,9 @@ def main(argv=None):
             if key in old:
                 result[key] = old[key]
     result["runs"] += runs
+    for key, value in (("batching_gain", gains),
+                       ("batching_parameters", batching_text)):
+        result.setdefault(key, {})[args.model_name] = value
     result["hot_reload"][args.model_name] = reload
     result["commands"][args.model_name] = command
     result["hot_reload_failed_requests"] = sum(
