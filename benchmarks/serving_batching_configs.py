@@ -23,8 +23,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from gnmt_tf.serving.batching_config import BatchingParameters  # noqa: E402
-from serving_load import ServerProcess, load, percentile, task_inputs  # noqa: E402,E501
+from serving_load import load, percentile, side_by_side  # noqa: E402
+from serving_load import task_inputs  # noqa: E402
 
 
 def parse_setting(text):
@@ -67,31 +69,27 @@ def main(argv=None):
     if "none" not in settings:
         parser.error("--settings must include none (the reference)")
     task = task_inputs(args.task)
-    tmp = tempfile.mkdtemp(prefix="batching-configs-")
-    servers = {}
-    for name, params in settings.items():
-        path = None
-        if params is not None:
-            path = os.path.join(tmp, f"{len(servers)}.txt")
-            with open(path, "w") as f:
-                f.write(params.to_text())
-        servers[name] = ServerProcess(args.model_base_path, args.model_name,
-                                      path)
     rates = {name: [] for name in settings}
-    try:
-        for server in servers.values():
-            server.wait_ready(args.model_name, 300)
-            load(server.target, args.model_name, 4, 2.0, 1, task)
-        for r in range(args.rounds):
-            for name, server in servers.items():
-                _, _, latencies = load(server.target, args.model_name,
-                                       args.clients, args.seconds, 1, task)
-                rates[name].append(round(len(latencies) / args.seconds, 1))
-                print(f"round {r} {name}: {rates[name][-1]} sentences/s, "
-                      f"p50 {percentile(latencies, 50):.0f} ms", flush=True)
-    finally:
-        for server in servers.values():
-            server.stop()
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for i, (name, params) in enumerate(settings.items()):
+            files[name] = None
+            if params is not None:
+                files[name] = os.path.join(tmp, f"{i}.txt")
+                with open(files[name], "w") as f:
+                    f.write(params.to_text())
+        with side_by_side(args.model_base_path, args.model_name, files, 300,
+                          task) as servers:
+            for r in range(args.rounds):
+                for name, server in servers.items():
+                    _, _, latencies = load(server.target, args.model_name,
+                                           args.clients, args.seconds, 1,
+                                           task)
+                    rates[name].append(round(len(latencies) / args.seconds,
+                                             1))
+                    print(f"round {r} {name}: {rates[name][-1]} sentences/s,"
+                          f" p50 {percentile(latencies, 50):.0f} ms",
+                          flush=True)
     result = {"clients": args.clients, "seconds": args.seconds,
               "sentences_per_s": rates,
               "over_none_per_round": {
@@ -101,8 +99,7 @@ def main(argv=None):
                                   + (argv or sys.argv[1:]))}
     print(json.dumps(result["over_none_per_round"]))
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=2)
+        write_text_atomic(args.out, json.dumps(result, indent=2) + "\n")
     return 0
 
 

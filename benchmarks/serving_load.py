@@ -31,6 +31,7 @@ Point it at a real export for real figures; toy-model runs go to
 """
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -217,21 +218,32 @@ def one_run(server, args, clients, batching, repeat):
     return run
 
 
+@contextlib.contextmanager
+def side_by_side(base, name, batching_files, start_timeout, task=None):
+    """`{key: ServerProcess}`, one a `batching_files` entry (`{key: path or
+    None}`), all up and warmed at once; stopped on exit."""
+    servers = {key: ServerProcess(base, name, path)
+               for key, path in batching_files.items()}
+    try:
+        for server in servers.values():
+            server.wait_ready(name, start_timeout)
+            load(server.target, name, 4, 2.0, 1, task)
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 def run_interleaved(args, batching_file, clients_list):
     """Both servers (without and with batching) up at once; for each client
     count, `args.repeats` pairs of runs, the order alternating, so that a
     drift in the machine's speed hits both settings alike. Returns the runs
     and `{clients: {"per_pair": [...], "median": x}}` (batched over
     unbatched sentences/s)."""
-    servers = {False: ServerProcess(args.model_base_path, args.model_name),
-               True: ServerProcess(args.model_base_path, args.model_name,
-                                   batching_file)}
     runs, gains = [], {}
-    try:
-        for server in servers.values():
-            server.wait_ready(args.model_name, args.start_timeout)
-            load(server.target, args.model_name, 4, 2.0,
-                 args.sentences_per_request, args.task)
+    with side_by_side(args.model_base_path, args.model_name,
+                      {False: None, True: batching_file},
+                      args.start_timeout, args.task) as servers:
         for clients in clients_list:
             pairs = []
             for repeat in range(args.repeats):
@@ -247,9 +259,6 @@ def run_interleaved(args, batching_file, clients_list):
                 "median": statistics.median(pairs) if pairs else None}
             print(f"{clients} clients: batching gain {gains[str(clients)]}",
                   flush=True)
-    finally:
-        for server in servers.values():
-            server.stop()
     return runs, gains
 
 

@@ -169,6 +169,7 @@ def test_local_server_serves_it(ts_export_dir, ts_fresh, batch):
 def test_server_side_batching_gives_batch_one_outputs(ts_export_dir, batch):
     """Each row sent as its own request, all at once, to a server that merges
     them into batches: every answer equals that row translated alone."""
+    import concurrent.futures
     import threading
 
     import numpy as np
@@ -176,14 +177,9 @@ def test_server_side_batching_gives_batch_one_outputs(ts_export_dir, batch):
     from gnmt_tf.serving.batching_config import BatchingParameters
     from gnmt_tf.serving.client import TranslationClient
     from gnmt_tf.serving.model_manager import ModelManager
-    from gnmt_tf.serving.model_manager import load_saved_model
     from gnmt_tf.serving.server import ModelServer
 
     rows = [i for i, t in enumerate(batch["text"]) if t.strip()]
-    run = load_saved_model(str(ts_export_dir)).runners["serving_default"]
-    alone = [run({k: np.array([v[i].encode()], object)
-                  for k, v in batch.items()})["translations"][0].decode()
-             for i in rows]
     batching = BatchingParameters(max_batch_size=len(rows),
                                   batch_timeout_micros=200_000)
     server = ModelServer(ModelManager({"ts": str(ts_export_dir.parent)},
@@ -193,25 +189,21 @@ def test_server_side_batching_gives_batch_one_outputs(ts_export_dir, batch):
     try:
         batcher, = [b for _, _, key, b in server.manager.batchers()
                     if key == "serving_default"]
-        served = [None] * len(rows)
+        # The served model itself, one row a call, past the batcher.
+        alone = [batcher.run_fn({k: np.array([v[i].encode()], object)
+                                 for k, v in batch.items()})
+                 ["translations"][0].decode() for i in rows]
         barrier = threading.Barrier(len(rows))
 
-        def one(j):
-            i = rows[j]
-            client = TranslationClient(server.target, "ts", timeout=60,
-                                       task_inputs={k: v[i] for k, v in
-                                                    batch.items()
-                                                    if k != "text"})
-            barrier.wait(30)
-            served[j] = client.predict([batch["text"][i]])[0][0]
-            client.close()
+        def one(i):
+            task = {k: v[i] for k, v in batch.items() if k != "text"}
+            with TranslationClient(server.target, "ts", timeout=60,
+                                   task_inputs=task) as client:
+                barrier.wait(30)
+                return client.predict([batch["text"][i]])[0][0]
 
-        threads = [threading.Thread(target=one, args=(j,))
-                   for j in range(len(rows))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+        with concurrent.futures.ThreadPoolExecutor(len(rows)) as pool:
+            served = list(pool.map(one, rows, timeout=120))
         assert served == alone
         assert max(batcher.batch_sizes) > 1, dict(batcher.batch_sizes)
     finally:
