@@ -43,6 +43,15 @@ and, for 8-bit weights, CTranslate2 with ``compute_type="int8"`` against
 our TFLite export with int8 weights (``dynamic_range``: the same weights,
 no QAT ranges needed; the same host search).
 
+CTranslate2 also runs a batch on parallel workers (``inter_threads``), each
+translating its own sub-batch on its own threads; on two cores, two workers
+of one thread each on half the batch are much faster than one worker on
+both (its intra-op threads gain little at this model size). The
+``ctranslate2_two_workers`` and ``ctranslate2_int8_two_workers`` settings
+time that (batches of at least 2, a thread count of 2 only), and the
+``*_over_ctranslate2*_two_workers_*`` ratios set ours against it: the
+one-worker ratios alone understate CTranslate2.
+
 Tokens/s counts the best hypothesis' tokens: batch * output length / wall
 time of one call (median of the timed repeats, after one warm-up call).
 Both engines get the same number of threads; with `--thread-counts 1,2`
@@ -104,7 +113,11 @@ DEFAULT_OPTIONS = SearchOptions()  # its max_length_ratio sizes the buffers
 SETTINGS = ("ours", "graph", "fixed_cache", "xla_search", "bfloat16",
             "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
-            "nocache")
+            "nocache", "ctranslate2_two_workers",
+            "ctranslate2_int8_two_workers")
+# CTranslate2 settings that split a batch between this many workers of one
+# thread each (timed at a thread count of 2 only).
+TWO_WORKERS = 2
 
 
 def _median(speeds):
@@ -235,7 +248,8 @@ def bench_ours(model, batch, args, cache):
     return batch * args.output_length / seconds
 
 
-def build_ctranslate2(model, directory, threads, compute_type="default"):
+def build_ctranslate2(model, directory, threads, compute_type="default",
+                      workers=1):
     try:
         import ctranslate2
         from gnmt_tf.models.task_space.ctranslate2_converter import (
@@ -249,13 +263,16 @@ def build_ctranslate2(model, directory, threads, compute_type="default"):
         model, vocabulary, *TASK, max_positions=512)
     converter.convert(str(directory), force=True)
     translator = ctranslate2.Translator(
-        str(directory), device="cpu", inter_threads=1, intra_threads=threads,
-        compute_type=compute_type)
-    return (translator, vocabulary), f"ctranslate2 {ctranslate2.__version__}"
+        str(directory), device="cpu", inter_threads=workers,
+        intra_threads=threads // workers, compute_type=compute_type)
+    return ((translator, vocabulary, workers),
+            f"ctranslate2 {ctranslate2.__version__}")
 
 
 def bench_ctranslate2(engine, model, batch, args):
-    translator, vocabulary = engine
+    """Target tokens/s of CTranslate2; an engine of W workers gets the
+    batch in W sub-batches (`max_batch_size`), which it runs in parallel."""
+    translator, vocabulary, workers = engine
     source_ids = _inputs(model.config, batch, args.source_length,
                          seed=batch)[0].numpy()
     source = [[vocabulary[i] for i in row] for row in source_ids]
@@ -263,7 +280,8 @@ def bench_ctranslate2(engine, model, batch, args):
     def call():
         return translator.translate_batch(
             source, beam_size=BEAM, max_decoding_length=args.output_length,
-            min_decoding_length=args.output_length, max_batch_size=batch)
+            min_decoding_length=args.output_length,
+            max_batch_size=-(-batch // workers))
 
     lengths = {len(r.hypotheses[0]) for r in call()}
     assert lengths == {args.output_length}, lengths
@@ -389,10 +407,10 @@ def main(argv=None):
         wanted.remove("bfloat16")
     rounds, threads_used = {}, {}
 
-    def best(key, measure):
+    def best(key, measure, thread_counts=None):
         """Runs `measure(threads)` at each count; files the best."""
         speeds = {}
-        for threads in counts:
+        for threads in thread_counts or counts:
             try:
                 speeds[threads] = measure(threads)
             except Exception as e:  # noqa: BLE001  (reported in the JSON)
@@ -425,6 +443,11 @@ def main(argv=None):
                 engines[compute_type, threads], engine_names[compute_type] = (
                     build_ctranslate2(model, tmp / "m", threads,
                                       compute_type))
+            if f"{name}_two_workers" in wanted and TWO_WORKERS in counts:
+                engines[compute_type, "workers"], engine_names[
+                    compute_type] = build_ctranslate2(
+                        model, tmp / "m", TWO_WORKERS, compute_type,
+                        workers=TWO_WORKERS)
         tflite_paths = {}
         for quantization, name in (("float32", "float32"),
                                    ("dynamic_range", "int8_weights")):
@@ -439,7 +462,7 @@ def main(argv=None):
                   "fixed_cache": "fixed",
                   "xla_search": "xla", "bfloat16": "bfloat16",
                   "nocache": "none"}
-        settings = []  # (key, measure), in SETTINGS order per batch size
+        settings = []  # (key, measure[, thread counts]), SETTINGS order
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
             for name in wanted:
@@ -447,6 +470,14 @@ def main(argv=None):
                     settings.append((
                         f"ours_{key}" if name == "ours" else
                         f"ours_{name}_{key}", ours(batch, caches[name])))
+                elif name.endswith("_two_workers"):
+                    compute_type = "int8" if "int8" in name else "default"
+                    engine = engines.get((compute_type, "workers"))
+                    if engine is None or batch < TWO_WORKERS:
+                        continue
+                    settings.append((
+                        f"{name}_{key}", lambda threads, e=engine, b=batch:
+                        bench_ctranslate2(e, model, b, args), [TWO_WORKERS]))
                 elif name.startswith("ctranslate2"):
                     compute_type = "int8" if name.endswith("int8") else (
                         "default")
@@ -464,8 +495,8 @@ def main(argv=None):
         # Rounds take turns, every other one in reverse order, so that no
         # setting always runs first or last as the machine's load drifts.
         for turn in range(args.rounds):
-            for key, measure in settings[::-1] if turn % 2 else settings:
-                best(key, measure)
+            for setting in settings[::-1] if turn % 2 else settings:
+                best(*setting)
     results = {key: _median(speeds) for key, speeds in rounds.items()}
     best_threads = {key: max(set(used), key=used.count)
                     for key, used in threads_used.items()}
@@ -486,7 +517,13 @@ def main(argv=None):
                                   (f"ours_tflite_float32_{key}",
                                    f"ctranslate2_{key}"),
                                   (f"ours_tflite_int8_weights_{key}",
-                                   f"ctranslate2_int8_{key}")):
+                                   f"ctranslate2_int8_{key}"),
+                                  (f"ours_{key}",
+                                   f"ctranslate2_two_workers_{key}"),
+                                  (f"ours_tflite_float32_{key}",
+                                   f"ctranslate2_two_workers_{key}"),
+                                  (f"ours_tflite_int8_weights_{key}",
+                                   f"ctranslate2_int8_two_workers_{key}")):
             if results.get(ours_key) and results.get(ct2_key):
                 ratio = f"{ours_key}_over_{ct2_key}"
                 results[ratio] = round(results[ours_key]
@@ -522,6 +559,10 @@ def main(argv=None):
         "ctranslate2": engine_names.get("default"),
         "int8": "CTranslate2 compute_type int8; ours: TFLite dynamic-range"
                 " (int8 weights) through the batched host search",
+        "two_workers": f"CTranslate2 inter_threads={TWO_WORKERS}, "
+                       "intra_threads=1, max_batch_size=ceil(batch / "
+                       f"{TWO_WORKERS}): the batch split between parallel "
+                       "workers",
         "tflite_shapes": "default: any source length, growing KV cache",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
