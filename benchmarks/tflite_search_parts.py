@@ -30,8 +30,11 @@ change to the search side by side; the outputs of the two are compared.
         [--sentences 1000] [--batch-sizes 32,1] [--repeats 3] \\
         [--baseline-search REV]
 
-Without `--tflite` the `--model`'s float32 TFLite export is written to a
-temporary folder first. Writes `benchmarks/results/tflite_search_parts.json`.
+Without `--tflite` the `--model`'s TFLite exports in `--quantizations`
+(default float32; e.g. ``float32,dynamic_range``) are written to a
+temporary folder first; the shipped int8 export is `--tflite
+multi30k-transformer`'s `tflite_int8/model_int8.tflite`. Writes
+`benchmarks/results/tflite_search_parts.json` (`--output` elsewhere).
 """
 
 import argparse
@@ -53,6 +56,8 @@ from growing_cache import (measure, parse_args,  # noqa: E402
 RESULT = REPO_ROOT / "benchmarks" / "results" / "tflite_search_parts.json"
 PARTS = ("invoke", "allocate", "outputs", "inputs", "search", "encode",
          "text")
+# What `--quantizations` exports (int8 needs a QAT model: pass its file).
+FORMATS = ("float32", "dynamic_range", "float16")
 HOST_PARTS = ("allocate", "outputs", "inputs", "search", "text")
 
 
@@ -194,6 +199,11 @@ def main(argv=None):
                ("--baseline-search", dict(
                    metavar="REV", help="also run the host search of this "
                                        "git revision, side by side")),
+               ("--quantizations", dict(
+                   default="float32",
+                   help="without --tflite: comma-separated formats of "
+                        "--model to export and time (float32, "
+                        "dynamic_range, float16)")),
                ("--threads", dict(
                    help="comma-separated interpreter thread counts, each "
                         "file run with each (default: LiteRT's own "
@@ -209,6 +219,10 @@ def main(argv=None):
     for path in paths:
         if not pathlib.Path(path).is_file():
             sys.exit(f"--tflite: no such file: {path}")
+    unknown = set(args.quantizations.split(",")) - set(FORMATS)
+    if unknown:
+        sys.exit(f"--quantizations: unknown {sorted(unknown)}; known: "
+                 f"{', '.join(FORMATS)}")
 
     from gnmt_tf.data import corpus
     from gnmt_tf.translator import SearchOptions
@@ -217,7 +231,8 @@ def main(argv=None):
         if not paths:
             from gnmt_tf.export.tflite import export_tflite
 
-            paths = [str(export_tflite(args.model, work, "float32")["model"])]
+            paths = [str(export_tflite(args.model, work, quantization)[
+                "model"]) for quantization in args.quantizations.split(",")]
         timers = {label(path, count, threads): PartTimer(path, None, count)
                   for path in paths for count in threads}
         if args.baseline_search:
