@@ -225,3 +225,49 @@ def test_steps_run_on_live_hypotheses_only():
         np.testing.assert_allclose([score for _, score in pairs],
                                    np.log([0.4, 0.3 * 0.4, 0.2 * 0.4]),
                                    rtol=1e-6)
+
+
+@pytest.mark.parametrize("search", SEARCHES,
+                         ids=["greedy", "beam2", "beam3_n2", "beam4_pruned"])
+def test_tied_log_probs_match_in_graph_search(toy_model, end_id, search):
+    """Log-probs on a coarse grid (as an int8 model's: many exact ties): the
+    host search takes each row's best from its log-probs and scores only
+    those, and still picks what the in-graph search, which scores every
+    candidate, picks (ties to the lower beam, then the lower token)."""
+    model = toy_model(7, SOURCE_LENGTHS, sharpness=2.0)
+    levels = 1.0  # whole log-probs
+
+    def graph_step(ids, state):
+        log_probs, attention, new_state = model.step_fn(ids, state)
+        return tf.round(log_probs * levels) / levels, attention, new_state
+
+    host_step = _host_step(model)
+    k = search["beam_size"]
+    tied_rows = []  # rows whose k + 1 best log-probs hold a tie
+
+    def tied_host_step(ids, state):
+        log_probs, attention, changed = host_step(ids, state)
+        log_probs = (np.round(log_probs * np.float32(levels))
+                     / np.float32(levels))
+        best = -np.sort(-log_probs, axis=1)[:, :k + 1]
+        tied_rows.append(int((np.diff(best, axis=1) == 0).any(axis=1).sum()))
+        return log_probs, attention, changed
+
+    sentences = list(range(len(SOURCE_LENGTHS)))
+    got = beam_search_batch(
+        tied_host_step, _host_state(model, sentences), SOURCE_LENGTHS,
+        START_ID, end_id, MAX_LENGTHS, **search)
+    expected = graph_beam_search(
+        graph_step, model.initial_state([START_ID] * len(sentences)),
+        start_ids=[START_ID] * len(sentences), end_id=end_id,
+        max_lengths=MAX_LENGTHS, source_lengths=SOURCE_LENGTHS, **search)
+    for b, pairs in enumerate(got):
+        for i, (ids, score) in enumerate(pairs):
+            length = int(expected.lengths[b, i])
+            want = expected.ids[b, i, :length].numpy().tolist()
+            if want and want[-1] == end_id:
+                want.pop()
+            assert ids == want, (b, i)
+            assert score == pytest.approx(float(expected.scores[b, i]),
+                                          abs=1e-5)
+    assert sum(tied_rows), "no ties among the best: the test lost its point"
