@@ -132,6 +132,10 @@ TITLES = {
                            "grown a position per step."),
     "tflite_search_parts": ("Where a TFLite translation spends its time",
                             "The host-side search over TFLite, part by part."),
+    "tflite_search_parts_int8": (
+        "Where an int8 TFLite translation spends its time",
+        "The shipped Transformer's float32 and int8-weight exports, part by "
+        "part, the host search against its previous version."),
     "tflite_step_inputs": ("How the TFLite search feeds a step",
                            "Ways of passing `decode_step`'s inputs."),
     "tflite_step_invoke": ("TFLite `decode_step` invoke time",
