@@ -328,6 +328,40 @@ def bench_tflite(path, model, batch, args, threads):
     return batch * args.output_length / _time(call, repeats)
 
 
+# (our setting, CTranslate2's one-worker setting, its two-worker one).
+SIDE_BY_SIDE = (("ours", "ctranslate2", "ctranslate2_two_workers"),
+                ("ours_xla_search", "ctranslate2", "ctranslate2_two_workers"),
+                ("ours_tflite_float32", "ctranslate2",
+                 "ctranslate2_two_workers"),
+                ("ours_tflite_int8_weights", "ctranslate2_int8",
+                 "ctranslate2_int8_two_workers"))
+
+
+def side_by_side(results):
+    """`{"<our setting> batch <B>": {ours, CTranslate2 with one worker, the
+    ratio, and the same with two workers}}` (tok/s, ours over
+    CTranslate2), a row per setting and batch size in `results`: the
+    comparison as one table in the results doc."""
+    rows = {}
+    for batch in sorted({int(key.rsplit("batch", 1)[1]) for key in results
+                         if key.startswith("ours_") and "_over_" not in key
+                         and key.rsplit("batch", 1)[-1].isdigit()},
+                        reverse=True):
+        key = f"beam{BEAM}_batch{batch}"
+        for ours, one, two in SIDE_BY_SIDE:
+            mine = results.get(f"{ours}_{key}")
+            if not mine:
+                continue
+            row = {"ours_tok_s": round(mine, 1)}
+            for label, name in (("one_worker", one), ("two_workers", two)):
+                theirs = results.get(f"{name}_{key}")
+                if theirs:
+                    row[f"ctranslate2_{label}_tok_s"] = round(theirs, 1)
+                    row[f"over_{label}"] = round(mine / theirs, 3)
+            rows[f"{ours[len('ours_'):] or 'default'} batch {batch}"] = row
+    return rows
+
+
 def _child_ours(args, batch, cache, threads):
     """`bench_ours` in a fresh process with `threads` TensorFlow threads
     (the same random weights: the same seed and preset)."""
@@ -531,6 +565,7 @@ def main(argv=None):
                 ratio_rounds[ratio] = [
                     None if None in (a, b) else round(a / b, 3)
                     for a, b in zip(rounds[ours_key], rounds[ct2_key])]
+    results["side_by_side"] = side_by_side(results)
     if args.rounds > 1:
         results["rounds"] = {key: [None if v is None else round(v, 1)
                                    for v in speeds]
