@@ -247,7 +247,9 @@ def beam_search_batch(step_fn, state, source_lengths, bos_id, eos_id,
     alive_ids = np.zeros([batch, k, max_time], np.int32)
     alive_log_probs = np.full([batch, k], NEG_INF, np.float32)
     alive_log_probs[:, 0] = 0.0  # one live hypothesis at the start
-    coverage = np.zeros([batch, k, width], np.float32)
+    # Attention summed per hypothesis: kept only for the coverage penalty.
+    coverage = (np.zeros([batch, k, width], np.float32) if beta != 0
+                else None)
     finished_ids = np.zeros([batch, n, max_time], np.int32)
     finished_scores = np.full([batch, n], NEG_INF, np.float32)
     finished_lengths = np.zeros([batch, n], np.int32)

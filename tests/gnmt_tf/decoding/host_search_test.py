@@ -49,6 +49,29 @@ def _host(model, end_id, sentences, **search):
         [SOURCE_LENGTHS[s] for s in sentences], START_ID, end_id,
         [MAX_LENGTHS[s] for s in sentences], **search)
 
+# A hypothesis' score sums a few float32 log-probs (|score| < ~20) and
+# divides once: both searches round it to within ~10 float32 ulps there,
+# whatever the SIMD width (AVX2 or AVX-512) orders the sums in.
+SCORE_TOLERANCE = 1e-5
+
+
+def _assert_same_as_graph(got, expected, end_id, num_hypotheses=None):
+    """The host search's `(ids, score)` pairs equal the in-graph search's
+    result `expected` (ids without the end token; scores to float32
+    rounding); with `num_hypotheses`, each sentence has that many."""
+    for b, pairs in enumerate(got):
+        if num_hypotheses is not None:
+            assert len(pairs) == num_hypotheses
+        for i, (ids, score) in enumerate(pairs):
+            length = int(expected.lengths[b, i])
+            want = expected.ids[b, i, :length].numpy().tolist()
+            if want and want[-1] == end_id:
+                want.pop()
+            assert ids == want, (b, i)
+            assert score == pytest.approx(float(expected.scores[b, i]),
+                                          abs=SCORE_TOLERANCE)
+
+
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_top_k_is_a_stable_sort_with_ties(seed):
@@ -116,16 +139,7 @@ def test_batch_matches_in_graph_search(toy_model, end_id, seed, search):
         model.step_fn, model.initial_state([START_ID] * len(sentences)),
         start_ids=[START_ID] * len(sentences), end_id=end_id,
         max_lengths=MAX_LENGTHS, source_lengths=SOURCE_LENGTHS, **search)
-    for b, pairs in enumerate(got):
-        assert len(pairs) == n
-        for i, (ids, score) in enumerate(pairs):
-            length = int(expected.lengths[b, i])
-            want = expected.ids[b, i, :length].numpy().tolist()
-            if want and want[-1] == end_id:
-                want.pop()
-            assert ids == want, (b, i)
-            assert score == pytest.approx(float(expected.scores[b, i]),
-                                          abs=1e-5)
+    _assert_same_as_graph(got, expected, end_id, n)
 
 
 @pytest.mark.parametrize("search", SEARCHES[1:],
@@ -261,13 +275,5 @@ def test_tied_log_probs_match_in_graph_search(toy_model, end_id, search):
         graph_step, model.initial_state([START_ID] * len(sentences)),
         start_ids=[START_ID] * len(sentences), end_id=end_id,
         max_lengths=MAX_LENGTHS, source_lengths=SOURCE_LENGTHS, **search)
-    for b, pairs in enumerate(got):
-        for i, (ids, score) in enumerate(pairs):
-            length = int(expected.lengths[b, i])
-            want = expected.ids[b, i, :length].numpy().tolist()
-            if want and want[-1] == end_id:
-                want.pop()
-            assert ids == want, (b, i)
-            assert score == pytest.approx(float(expected.scores[b, i]),
-                                          abs=1e-5)
+    _assert_same_as_graph(got, expected, end_id)
     assert sum(tied_rows), "no ties among the best: the test lost its point"
