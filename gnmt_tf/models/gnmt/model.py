@@ -7,6 +7,7 @@ import tf_keras as keras
 
 from gnmt_tf.config import GNMTConfig
 from gnmt_tf.models.gnmt.decoder import GNMTDecoder
+from gnmt_tf.models.gnmt.embedding import Embedding
 from gnmt_tf.models.gnmt.encoder import GNMTEncoder
 from gnmt_tf.seq2seq_model import Seq2SeqModelBase
 
@@ -37,7 +38,7 @@ class GNMT(Seq2SeqModelBase, keras.Model):
 
     # The layer classes, overridden by the quantization-aware model
     # (`gnmt_tf.models.gnmt.qat.QATGNMT`) with same-named fake-quantized layers.
-    embedding_class = keras.layers.Embedding
+    embedding_class = Embedding
     dense_class = keras.layers.Dense
     encoder_class = GNMTEncoder
     decoder_class = GNMTDecoder

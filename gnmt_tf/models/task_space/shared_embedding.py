@@ -70,8 +70,12 @@ class SharedEmbedding(QuantizationPoints, keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, ids):
-        embeddings = tf.cast(
-            self.quantized_weight("embeddings", self.embeddings),
+        # The gather reads `E` as a tensor first: a gather straight from the
+        # variable (ResourceGather) switches it to copy-on-read for good, and
+        # every later read of it (the output projection, at each search step)
+        # then copies the whole [V, d] matrix (8 MB at V 8000).
+        embeddings = tf.cast(tf.convert_to_tensor(
+            self.quantized_weight("embeddings", self.embeddings)),
             self.compute_dtype)
         scale = tf.cast(self.hidden_dim ** 0.5, self.compute_dtype)
         return tf.gather(embeddings, ids) * scale

@@ -130,3 +130,33 @@ def test_fit_overfits_two_sentences():
     predicted = tf.argmax(model({"source_ids": SOURCE, "target_in_ids": TARGET_IN}),
                           -1).numpy()
     assert (predicted[labels.numpy() != 0] == labels.numpy()[labels.numpy() != 0]).all()
+
+
+def test_lookups_never_gather_from_the_embedding_variable(model):
+    # A ResourceGather would put the tied matrix in copy-on-read mode: each
+    # search step's softmax projection would then copy all of it.
+    model(model.dummy_inputs())
+
+    @tf.function(autograph=False)
+    def logits(inputs):
+        return model(inputs)
+
+    graph = logits.get_concrete_function(
+        {"source_ids": tf.TensorSpec([None, None], tf.int32),
+         "target_in_ids": tf.TensorSpec([None, None], tf.int32)}).graph
+    types = {op.type for op in graph.get_operations()}
+    assert "ResourceGather" not in types
+    assert "GatherV2" in types
+
+
+def test_embedding_matches_keras():
+    from gnmt_tf.models.gnmt.embedding import Embedding
+
+    ours = Embedding(12, 4)
+    reference = keras.layers.Embedding(12, 4)
+    ids = tf.constant([[1, 5, 0], [11, 2, 2]], tf.int64)
+    ours.build(ids.shape)
+    reference.build(ids.shape)
+    reference.set_weights(ours.get_weights())
+    np.testing.assert_array_equal(ours(ids), reference(ids))
+    assert ours(tf.constant([3.0])).shape == (1, 4)  # floats cast as Keras does
