@@ -1,0 +1,58 @@
+"""benchmarks/multi_vs_bilingual.py: which model wins, and its flags."""
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "multi_vs_bilingual", ROOT / "benchmarks" / "multi_vs_bilingual.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+MULTI = {"en-de": {"val": 37.58, "test_2016_flickr": 37.35},
+         "en-fr": {"val": 52.10, "test_2016_flickr": 54.59}}
+
+
+def test_a_side_wins_only_where_it_wins_every_split(bench):
+    bilingual = {"en-de": {"val": 38.0, "test_2016_flickr": 37.0},
+                 "en-fr": {"val": 53.0, "test_2016_flickr": 55.0}}
+    table = bench.compare(MULTI, bilingual, ["en-de", "en-fr"])
+    assert table["en-de"]["winner"] == "tie"
+    assert table["en-fr"]["winner"] == "bilingual"
+    assert table["en-de"]["splits"]["test_2016_flickr"] == {
+        "multi": 37.35, "bilingual": 37.0, "bilingual_minus_multi": -0.35}
+    worse = {"en-de": {"val": 30.0, "test_2016_flickr": 30.0}}
+    assert bench.compare(MULTI, worse, ["en-de"])["en-de"]["winner"] == "multi"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--multi", "M", "--bilingual", "en-de"],
+    ["--multi", "M", "--bilingual", "ende=runs/x"],
+    ["--multi", "M", "--bilingual", "en-de=runs/x", "--last", "0"],
+    ["--multi", "M", "--bilingual", "en-de=runs/x", "--limit", "-1"],
+])
+def test_bad_flags_are_refused(bench, argv, capsys):
+    with pytest.raises(SystemExit) as error:
+        bench.parse_args(argv)
+    assert error.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_runs_by_direction(bench):
+    args = bench.parse_args(["--multi", "M", "--bilingual", "en-de=runs/a",
+                             "--bilingual", "en-fr=runs/b"])
+    assert args.bilingual == {"en-de": pathlib.Path("runs/a"),
+                              "en-fr": pathlib.Path("runs/b")}
