@@ -39,10 +39,8 @@ RESULTS = HERE / "results" / "multi_vs_bilingual.json"
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--multi", required=True,
+    parser.add_argument("--multi", required=True, type=pathlib.Path,
                         help="the multi-direction model dir (averaged)")
-    parser.add_argument("--multi-steps", type=int, default=8000,
-                        help="its training steps (the budget)")
     parser.add_argument("--bilingual", action="append", required=True,
                         metavar="SRC-TGT=RUN_DIR",
                         help="a bilingual training run (repeatable)")
@@ -63,45 +61,60 @@ def parse_args(argv=None):
             parser.error(f"--bilingual {item!r}: expected SRC-TGT=RUN_DIR")
         runs[direction] = pathlib.Path(run_dir)
     args.bilingual = runs
-    if args.last < 1 or args.multi_steps < 1 or args.beam_size < 1:
-        parser.error("--last, --multi-steps and --beam-size must be >= 1")
+    if args.last < 1 or args.beam_size < 1:
+        parser.error("--last and --beam-size must be >= 1")
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be >= 1")
     return args
 
 
+# The training settings recorded next to the scores (the budget and what
+# else could differ between the two sides).
+TRAIN_FIELDS = ("max_tokens", "learning_rate", "warmup_steps", "label_smoothing",
+                "precision")
+
+
+def training_record(model_dir):
+    """Steps, averaged checkpoints and training settings of an averaged
+    model dir (`averaged.json`, `config.json`)."""
+    averaged = json.loads((model_dir / "averaged.json").read_text())
+    config = json.loads((model_dir / "config.json").read_text())
+    train = config.get("train", {})
+    return {"directions": config.get("task_space", {}).get("directions"),
+            "steps": int(averaged["checkpoints"][-1].rsplit("-", 1)[-1]),
+            "checkpoints": averaged["checkpoints"],
+            **{k: train.get(k, "float32" if k == "precision" else None)
+               for k in TRAIN_FIELDS}}
+
+
 def averaged_model(run_dir, last):
-    """`(model dir, training record)` of the mean of a run's last
-    checkpoints, in float16 like the shipped models."""
+    """The model dir of the mean of a run's last checkpoints, in float16
+    like the shipped models (made on the first call)."""
     from gnmt_tf.training.averaging import average_checkpoints
 
     target = run_dir.parent / f"{run_dir.name}-avg{last}"
     if not target.exists():
         average_checkpoints(run_dir, target, last=last, weights_only=True)
-    averaged = json.loads((target / "averaged.json").read_text())
-    progress = json.loads((run_dir / "progress.json").read_text())
-    steps = int(averaged["checkpoints"][-1].rsplit("-", 1)[-1])
-    config = json.loads((run_dir / "config.json").read_text())
-    return target, {"steps": steps, "checkpoints": averaged["checkpoints"],
-                    "target_tokens": progress.get("target_tokens"),
-                    "train": config.get("train")}
+    return target
 
 
 def compare(multi_scores, bilingual_scores, directions):
-    """Per direction and split: both BLEU scores, bilingual minus multi, and
-    which wins on every split (`"tie"` when neither wins them all)."""
-    table = {}
+    """`(rows, winners)`: a row per direction and split with both BLEU
+    scores and bilingual minus multi; per direction, the side that wins
+    every split (`"tie"` when neither does)."""
+    rows, winners = [], {}
     for direction in directions:
-        rows = {}
+        differences = []
         for split, bleu in bilingual_scores[direction].items():
             multi = multi_scores[direction][split]
-            rows[split] = {"multi": multi, "bilingual": bleu,
-                           "bilingual_minus_multi": round(bleu - multi, 2)}
-        differences = [r["bilingual_minus_multi"] for r in rows.values()]
-        winner = ("bilingual" if all(d > 0 for d in differences) else
-                  "multi" if all(d < 0 for d in differences) else "tie")
-        table[direction] = {"splits": rows, "winner": winner}
-    return table
+            differences.append(round(bleu - multi, 2))
+            rows.append({"direction": direction, "split": split,
+                         "multi": multi, "bilingual": bleu,
+                         "bilingual_minus_multi": differences[-1]})
+        winners[direction] = (
+            "bilingual" if all(d > 0 for d in differences) else
+            "multi" if all(d < 0 for d in differences) else "tie")
+    return rows, winners
 
 
 def main(argv=None):
@@ -113,19 +126,21 @@ def main(argv=None):
     directions = sorted(args.bilingual)
     multi = evaluate(args.multi, args.data_dir, None, options,
                      limit=args.limit, directions=directions)
-    bilingual, training = {}, {}
+    training = {"multi": training_record(args.multi)}
+    bilingual = {}
     for direction in directions:
-        model_dir, record = averaged_model(args.bilingual[direction],
-                                           args.last)
+        model_dir = averaged_model(args.bilingual[direction], args.last)
         bilingual[direction] = evaluate(
             model_dir, args.data_dir, None, options, limit=args.limit,
             directions=[direction])["sacrebleu"][direction]
-        record["partial_budget"] = record["steps"] < args.multi_steps
-        training[direction] = record
+        record = training_record(model_dir)
+        record["partial_budget"] = record["steps"] < training["multi"]["steps"]
+        training[f"bilingual_{direction}"] = record
+    rows, winners = compare(multi["sacrebleu"], bilingual, directions)
     results = {
-        "comparison": compare(multi["sacrebleu"], bilingual, directions),
-        "bilingual_training": training,
-        "multi_steps": args.multi_steps,
+        "bleu": rows,
+        "winner": winners,
+        "training": training,
         "settings": {"beam_size": args.beam_size, "alpha": args.alpha,
                      "splits": list(SPLITS), "last_checkpoints": args.last,
                      "limit": args.limit,
@@ -134,7 +149,9 @@ def main(argv=None):
         "command": command_line("multi_vs_bilingual.py", argv),
     }
     write_text_atomic(args.out, json.dumps(results, indent=2) + "\n")
-    print(json.dumps(results["comparison"], indent=1))
+    for row in rows:
+        print(row)
+    print("winner:", winners)
 
 
 if __name__ == "__main__":

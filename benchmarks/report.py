@@ -81,6 +81,10 @@ TITLES = {
                   "The models under `gnmt_tf/pretrained/`, scored as shipped "
                   "(sacreBLEU and chrF), what the packaging choices were "
                   "worth, and the zero-shot directions."),
+    "multi_vs_bilingual": ("One 12-direction model against bilingual models",
+                           "The first shipped `multi30k-transformer` against "
+                           "bilingual `transformer_small` models trained with "
+                           "the same settings and steps, scored the same way."),
     "multi30k_gnmt": ("GNMT on Multi30k en→de",
                       "`gnmt_small` trained within a CPU time budget."),
     "one_query_attention": ("One-query attention",

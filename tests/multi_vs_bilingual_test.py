@@ -29,13 +29,14 @@ MULTI = {"en-de": {"val": 37.58, "test_2016_flickr": 37.35},
 def test_a_side_wins_only_where_it_wins_every_split(bench):
     bilingual = {"en-de": {"val": 38.0, "test_2016_flickr": 37.0},
                  "en-fr": {"val": 53.0, "test_2016_flickr": 55.0}}
-    table = bench.compare(MULTI, bilingual, ["en-de", "en-fr"])
-    assert table["en-de"]["winner"] == "tie"
-    assert table["en-fr"]["winner"] == "bilingual"
-    assert table["en-de"]["splits"]["test_2016_flickr"] == {
-        "multi": 37.35, "bilingual": 37.0, "bilingual_minus_multi": -0.35}
+    rows, winners = bench.compare(MULTI, bilingual, ["en-de", "en-fr"])
+    assert winners == {"en-de": "tie", "en-fr": "bilingual"}
+    assert rows[1] == {"direction": "en-de", "split": "test_2016_flickr",
+                       "multi": 37.35, "bilingual": 37.0,
+                       "bilingual_minus_multi": -0.35}
+    assert len(rows) == 4
     worse = {"en-de": {"val": 30.0, "test_2016_flickr": 30.0}}
-    assert bench.compare(MULTI, worse, ["en-de"])["en-de"]["winner"] == "multi"
+    assert bench.compare(MULTI, worse, ["en-de"])[1] == {"en-de": "multi"}
 
 
 @pytest.mark.parametrize("argv", [
