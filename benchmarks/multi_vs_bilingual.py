@@ -12,15 +12,15 @@ multi-direction model on twelve). Both sides are the mean of their last
 length penalty 0.6) on Multi30k val, test_2016_flickr and test_2017_flickr.
 
     # the first shipped version of the multi-direction model, from git
-    mkdir MULTI && for f in config.json averaged.json spm.model spm.vocab \
-        weights.npz; do git show 4cd1e49:gnmt_tf/pretrained/$(
-        )multi30k-transformer/$f > MULTI/$f; done
-    gnmt-tf train --preset transformer_small --model-dir runs/bi/en-de \
-        --data-dir ../shared/data/multi30k --directions en-de --tags caption \
-        --set train_steps=8000 --set max_tokens=4096 \
-        --set learning_rate=0.002 --set warmup_steps=1000 \
+    P=gnmt_tf/pretrained/multi30k-transformer; mkdir MULTI
+    for f in config.json averaged.json spm.model spm.vocab weights.npz; do
+        git show 4cd1e49:$P/$f > MULTI/$f; done
+    gnmt-tf train --preset transformer_small --model-dir runs/bi/en-de \\
+        --data-dir ../shared/data/multi30k --directions en-de --tags caption \\
+        --set train_steps=8000 --set max_tokens=4096 \\
+        --set learning_rate=0.002 --set warmup_steps=1000 \\
         --set checkpoint_every=500 --set keep_checkpoints=10
-    python benchmarks/multi_vs_bilingual.py --multi MULTI \
+    python benchmarks/multi_vs_bilingual.py --multi MULTI \\
         --bilingual en-de=runs/bi/en-de [--bilingual en-fr=runs/bi/en-fr]
 
 Both sides' training settings (read from their `config.json`, precision
