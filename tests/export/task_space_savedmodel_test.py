@@ -247,3 +247,42 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path,
     serve(text=tf.constant([texts[limit]]), **task)
     with pytest.raises(tf.errors.InvalidArgumentError, match="too long"):
         serve(text=tf.constant([texts[limit + 1]]), **task)
+
+
+def _einsum_nodes(export_dir):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    saved.ParseFromString((export_dir / "saved_model.pb").read_bytes())
+    graph = saved.meta_graphs[0].graph_def
+    return sum(node.op == "Einsum" for function in graph.library.function
+               for node in function.node_def)
+
+
+def test_attention_products_change_the_graph_not_the_translations(
+        ts_export_dir, task_space, batch, tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from gnmt_tf.export.savedmodel import export_savedmodel
+    from gnmt_tf.translator import SearchOptions
+
+    settings = TASK_SPACE.savedmodel
+    einsums_dir = export_savedmodel(
+        task_space.model_dir, tmp_path / "e" / "1",
+        SearchOptions(**{k: settings[k] for k in (
+            "beam_size", "length_penalty", "coverage_penalty")}),
+        beam_sizes=settings["beam_sizes"], attention_products=False)
+    # Each decoder layer's two attentions per step: einsums only without.
+    assert _einsum_nodes(ts_export_dir) < _einsum_nodes(einsums_dir)
+    metadata = json.loads((einsums_dir / "assets.extra" /
+                           "gnmt_tf_export.json").read_text())
+    assert metadata["attention_products"] is False
+    outputs = [tf.saved_model.load(str(d)).signatures["serving_default"](
+        **{k: tf.constant(v) for k, v in batch.items()})
+        for d in (ts_export_dir, einsums_dir)]
+    np.testing.assert_array_equal(outputs[0]["translations"],
+                                  outputs[1]["translations"])
+    # The same arithmetic up to float32 rounding of the sums.
+    np.testing.assert_allclose(outputs[0]["scores"], outputs[1]["scores"],
+                               rtol=1e-5, atol=1e-5)
