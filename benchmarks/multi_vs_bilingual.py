@@ -25,9 +25,9 @@ length penalty 0.6) on Multi30k val, test_2016_flickr and test_2017_flickr.
 
 Both sides' training settings (read from their `config.json`, precision
 included) are recorded with the scores. A bilingual run is averaged into
-`<run>-avg<last>` the first time (kept for reruns). A run that has not
-reached the multi-direction model's steps is reported with its steps and
-marked `partial_budget`.
+`<run>-avg<last>-ckpt-<step>` the first time (kept for reruns). A run that
+has not reached the multi-direction model's steps is reported with its
+steps and marked `partial_budget`.
 """
 
 import argparse
@@ -70,6 +70,8 @@ def parse_args(argv=None):
     args.bilingual = runs
     if args.last < 1 or args.beam_size < 1:
         parser.error("--last and --beam-size must be >= 1")
+    if args.alpha < 0:
+        parser.error("--alpha must be >= 0")
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be >= 1")
     return args
@@ -96,10 +98,13 @@ def training_record(model_dir):
 
 def averaged_model(run_dir, last):
     """The model dir of the mean of a run's last checkpoints, in float16
-    like the shipped models (made on the first call)."""
+    like the shipped models (made on the first call for these checkpoints:
+    named by the newest, so a run trained further is averaged again)."""
     from gnmt_tf.training.averaging import average_checkpoints
+    from gnmt_tf.training.averaging import checkpoint_paths
 
-    target = run_dir.parent / f"{run_dir.name}-avg{last}"
+    newest = pathlib.Path(checkpoint_paths(run_dir, last)[-1]).name
+    target = run_dir.parent / f"{run_dir.name}-avg{last}-{newest}"
     if not target.exists():
         average_checkpoints(run_dir, target, last=last, weights_only=True)
     return target
