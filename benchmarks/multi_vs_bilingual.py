@@ -27,7 +27,9 @@ Both sides' training settings (read from their `config.json`, precision
 included) are recorded with the scores. A bilingual run is averaged into
 `<run>-avg<last>-ckpt-<step>` the first time (kept for reruns). A run that
 has not reached the multi-direction model's steps is reported with its
-steps and marked `partial_budget`.
+steps and marked `partial_budget`. `--keep-other-directions` adds this
+run's directions to those already in `--out` (runs that could not be
+trained and scored in one sitting), with each direction's command.
 """
 
 import argparse
@@ -60,6 +62,10 @@ def parse_args(argv=None):
     parser.add_argument("--limit", type=int, default=None,
                         help="score the first N sentences only (smoke)")
     parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--keep-other-directions", action="store_true",
+                        help="keep the rows of --out's directions that "
+                             "this run does not score (a direction trained "
+                             "and scored at another time)")
     args = parser.parse_args(argv)
     runs = {}
     for item in args.bilingual:
@@ -129,6 +135,33 @@ def compare(multi_scores, bilingual_scores, directions):
     return rows, winners
 
 
+def keep_other_directions(results, previous):
+    """`results` with `previous`' rows, winners and training records of the
+    directions `results` does not score (kept first, in their order), and
+    the commands of both runs."""
+    scored = set(results["winner"])
+    kept = {d for d in previous.get("winner", {}) if d not in scored}
+    if not kept:
+        return results
+    if previous.get("training", {}).get("multi") != results["training"]["multi"]:
+        raise SystemExit("--keep-other-directions: the multi-direction model "
+                         "differs from the one the kept rows were scored with")
+    merged = dict(results)
+    merged["bleu"] = ([r for r in previous["bleu"] if r["direction"] in kept]
+                      + results["bleu"])
+    merged["winner"] = {d: w for d, w in {**previous["winner"],
+                                          **results["winner"]}.items()
+                        if d in kept or d in scored}
+    merged["training"] = {**{k: v for k, v in previous["training"].items()
+                             if k.removeprefix("bilingual_") in kept},
+                          **results["training"]}
+    commands = previous.get("commands") or {
+        d: previous.get("command") for d in sorted(kept)}
+    merged["commands"] = {**{d: c for d, c in commands.items() if d in kept},
+                          **{d: results["command"] for d in sorted(scored)}}
+    return merged
+
+
 def main(argv=None):
     args = parse_args(argv)
     from gnmt_tf.translator import SearchOptions
@@ -160,10 +193,13 @@ def main(argv=None):
                      "cpu": cpu_name(), "machine": platform.machine()},
         "command": command_line("multi_vs_bilingual.py", argv),
     }
+    out = pathlib.Path(args.out)
+    if args.keep_other_directions and out.exists():
+        results = keep_other_directions(results, json.loads(out.read_text()))
     write_text_atomic(args.out, json.dumps(results, indent=2) + "\n")
-    for row in rows:
+    for row in results["bleu"]:
         print(row)
-    print("winner:", winners)
+    print("winner:", results["winner"])
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from gnmt_tf.serving.batching_config import BatchingParameters  # noqa: E402
 from gnmt_tf.serving.client import TranslationClient  # noqa: E402
 from gnmt_tf.serving.client import TranslationError  # noqa: E402
 from gnmt_tf.serving.model_manager import list_versions  # noqa: E402
+from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 
 SENTENCES = [
     "A man in a blue shirt is standing on a ladder.",
@@ -377,8 +378,7 @@ def main(argv=None):
         r["failed"] for r in result["hot_reload"].values())
     result["command"] = "; ".join(result["commands"].values())
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
+    write_text_atomic(args.out, json.dumps(result, indent=2))
     print(f"wrote {args.out}")
     return 0 if reload["failed"] == 0 else 1
 

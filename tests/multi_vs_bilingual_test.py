@@ -57,3 +57,35 @@ def test_runs_by_direction(bench):
                              "--bilingual", "en-fr=runs/b"])
     assert args.bilingual == {"en-de": pathlib.Path("runs/a"),
                               "en-fr": pathlib.Path("runs/b")}
+
+
+def _results(direction, bleu, command, multi_steps=8000):
+    return {"bleu": [{"direction": direction, "split": "val", "multi": 1.0,
+                      "bilingual": bleu, "bilingual_minus_multi": bleu - 1}],
+            "winner": {direction: "bilingual"},
+            "training": {"multi": {"steps": multi_steps},
+                         f"bilingual_{direction}": {"steps": 4500}},
+            "command": command}
+
+
+def test_a_later_direction_is_added_to_the_earlier_ones(bench):
+    earlier = _results("en-de", 38.3, "run en-de")
+    later = _results("en-fr", 55.0, "run en-fr")
+    merged = bench.keep_other_directions(later, earlier)
+    assert [r["direction"] for r in merged["bleu"]] == ["en-de", "en-fr"]
+    assert merged["winner"] == {"en-de": "bilingual", "en-fr": "bilingual"}
+    assert set(merged["training"]) == {"multi", "bilingual_en-de",
+                                       "bilingual_en-fr"}
+    assert merged["commands"] == {"en-de": "run en-de", "en-fr": "run en-fr"}
+    # A direction scored again replaces its earlier rows.
+    again = bench.keep_other_directions(_results("en-de", 39.0, "again"),
+                                        merged)
+    assert [(r["direction"], r["bilingual"]) for r in again["bleu"]] == [
+        ("en-fr", 55.0), ("en-de", 39.0)]
+    assert again["commands"] == {"en-fr": "run en-fr", "en-de": "again"}
+
+
+def test_rows_of_another_multi_model_are_not_mixed_in(bench):
+    earlier = _results("en-de", 38.3, "run en-de", multi_steps=6000)
+    with pytest.raises(SystemExit, match="multi-direction model differs"):
+        bench.keep_other_directions(_results("en-fr", 55.0, "x"), earlier)
