@@ -317,7 +317,10 @@ class Translator:
                 num_hypotheses=options.num_hypotheses,
                 early_stopping=options.early_stopping, max_time=max_time,
                 attention_width=attention_width, segments=segments,
-                resize_state=resize_state)
+                resize_state=resize_state,
+                # A graph's shapes may change: stopped sentences leave the
+                # batch. XLA's may not (the buffers' length is fixed).
+                drop_stopped=max_time is None)
         if restricted is not None:
             result = result._replace(ids=restricted.to_vocabulary(
                 result.ids, result.lengths))

@@ -208,7 +208,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 max_lengths, source_lengths=None, length_penalty=0.0,
                 coverage_penalty=0.0, beam_width=None, num_hypotheses=1,
                 early_stopping="gnmt", max_time=None, attention_width=None,
-                segments=None, resize_state=None):
+                segments=None, resize_state=None, drop_stopped=False):
     """Beam search with GNMT scoring, pruning and early stopping.
 
     Hypotheses are ranked by the GNMT score (Wu et al. 2016, eq. 14):
@@ -305,6 +305,13 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
             ending at these steps, the state (holding `segments[0]` steps)
             resized by `resize_state(state, length)` between them
             (`gnmt_tf.decoding.segmented_loop`); the result is the same.
+        drop_stopped: bool. Take the sentences that have stopped out of the
+            batch (their finished hypotheses moved to the output, the rest
+            of the batch and its decoding state gathered) instead of
+            stepping them on with the others, so that a batch step costs
+            what its live sentences need. The same result. Every state
+            entry must have the `B * K` rows first; the batch size then
+            changes within the loop, so not with `segments` (XLA).
 
     Returns:
         A `DecodingResult` with `ids [B, N, T]`, `lengths [B, N]`,
@@ -352,7 +359,11 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
     stopped = fill([batch_size], False, tf.bool)                         # [B]
     has_attention = [False]  # set while tracing/running the loop body
 
-    def body(t, alive, finished, state, stopped):
+    static_batch = None if drop_stopped else start_ids.shape[0]
+
+    def body(t, alive, finished, state, stopped, max_lengths=max_lengths,
+             source_lengths=source_lengths):
+        batch_size = tf.shape(alive["last"])[0]
         log_probs, attention, new_state = step_fn(
             tf.reshape(alive["last"], [-1]), state)
         log_probs = unflatten_beams(tf.cast(log_probs, tf.float32), k)
@@ -388,7 +399,7 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
 
         # Keep the K best of the K * V candidates.
         top_scores, top = top_k.top_k(tf.reshape(
-            cand_scores, [start_ids.shape[0] or batch_size, k * vocab_size]),
+            cand_scores, [static_batch or batch_size, k * vocab_size]),
             k)
         beam, token = top // vocab_size, top % vocab_size          # [B, K]
         top_log_probs = tf.gather(
@@ -457,9 +468,18 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                 tf.nest.map_structure(state_shape_invariant, loop_vars[3]),
                 tf.TensorShape([None]))
 
-    num_steps, _, finished, _, _ = segmented_loop.while_loop(
-        cond, body, (tf.constant(0), alive, finished, state, stopped),
-        shape_invariants, max_time, 3, segments, resize_state)
+    loop_vars = (tf.constant(0), alive, finished, state, stopped)
+    if drop_stopped:
+        if segments is not None:
+            raise ValueError("drop_stopped changes the batch size within "
+                             "the loop: not with segments")
+        num_steps, finished = _drop_stopped_loop(
+            body, loop_vars, shape_invariants, max_time, max_lengths,
+            source_lengths, k)
+    else:
+        num_steps, _, finished, _, _ = segmented_loop.while_loop(
+            cond, body, loop_vars, shape_invariants, max_time, 3, segments,
+            resize_state)
 
     if beam_width is not None:
         finished = _drop_below_best(finished, beam_width)
@@ -474,3 +494,76 @@ def beam_search(step_fn, initial_state, start_ids, end_id, beam_size,
                    if has_attention[0] else None),
         num_steps=num_steps,
     )
+
+
+def _drop_stopped_loop(body, loop_vars, shape_invariants, max_time,
+                       max_lengths, source_lengths, beam_size):
+    """`beam_search`'s loop, taking stopped sentences out of the batch.
+
+    An outer loop runs the step loop until a sentence stops (or the buffers
+    end), moves the finished hypotheses of the sentences that stopped to
+    the output (at their place in the batch), and gathers the others'
+    rows of everything the step loop carries, the decoding state included.
+
+    Returns:
+      `(num_steps, finished)`, `finished` for the whole batch.
+    """
+    t, alive, finished, state, stopped = loop_vars
+    batch_size = tf.shape(stopped)[0]
+    rows = tf.range(batch_size)                 # live row -> sentence
+    lengths_given = source_lengths is not None
+    if not lengths_given:  # a loop variable cannot be None
+        source_lengths = tf.zeros([batch_size], tf.int32)
+    output = finished
+
+    def outer_cond(t, alive, finished, state, stopped, rows, max_lengths,
+                   source_lengths, output):
+        return (t < max_time) & (tf.size(rows) > 0)
+
+    def outer_body(t, alive, finished, state, stopped, rows, max_lengths,
+                   source_lengths, output):
+        def step(t, alive, finished, state, stopped):
+            return body(t, alive, finished, state, stopped, max_lengths,
+                        source_lengths if lengths_given else None)
+
+        def until_a_stop(t, alive, finished, state, stopped):
+            return (t < max_time) & ~tf.reduce_any(stopped)
+
+        inner = (t, alive, finished, state, stopped)
+        t, alive, finished, state, stopped = tf.while_loop(
+            until_a_stop, step, inner,
+            shape_invariants=shape_invariants(inner))
+        done = stopped | (t >= max_time)
+        # The attention history is as wide as the source once a step ran.
+        width = tf.shape(finished["attention"])[-1]
+        shapes = {name: value.shape for name, value in output.items()}
+        output = dict(output, attention=pad_last(output["attention"], width))
+        where_done = tf.where(done)[:, 0]
+        sentences = tf.gather(rows, where_done)[:, tf.newaxis]
+        output = {name: tf.ensure_shape(tf.tensor_scatter_nd_update(
+            value, sentences, tf.gather(finished[name], where_done)),
+            shapes[name][:-1].concatenate([None]) if name == "attention"
+            else shapes[name])
+            for name, value in output.items()}
+        live = tf.cast(tf.where(~done)[:, 0], tf.int32)
+        live_rows = tf.reshape(live[:, tf.newaxis] * beam_size
+                               + tf.range(beam_size), [-1])
+        gather = lambda x: tf.gather(x, live)  # noqa: E731
+        return (t, tf.nest.map_structure(gather, alive),
+                tf.nest.map_structure(gather, finished),
+                tf.nest.map_structure(lambda x: tf.gather(x, live_rows),
+                                      state),
+                gather(stopped), gather(rows), gather(max_lengths),
+                gather(source_lengths), output)
+
+    def invariants(loop_vars):
+        buffers = shape_invariants(loop_vars[:5])
+        any_rows = tf.TensorShape([None])
+        return buffers + (any_rows, any_rows, any_rows,
+                          buffers[2])
+
+    loop_vars = (t, alive, finished, state, stopped, rows, max_lengths,
+                 source_lengths, output)
+    result = tf.while_loop(outer_cond, outer_body, loop_vars,
+                           shape_invariants=invariants(loop_vars))
+    return result[0], result[-1]
