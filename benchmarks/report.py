@@ -81,6 +81,9 @@ TITLES = {
                   "The models under `gnmt_tf/pretrained/`, scored as shipped "
                   "(sacreBLEU and chrF), what the packaging choices were "
                   "worth, and the zero-shot directions."),
+    "savedmodel_speed": ("SavedModel exports against each other",
+                         "Two exports of the same model translating the "
+                         "same sentences in process, taking turns."),
     "multi_vs_bilingual": ("One 12-direction model against bilingual models",
                            "The first shipped `multi30k-transformer` against "
                            "bilingual `transformer_small` models trained with "

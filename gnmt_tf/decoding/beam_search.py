@@ -540,11 +540,12 @@ def _drop_stopped_loop(body, loop_vars, shape_invariants, max_time,
         output = dict(output, attention=pad_last(output["attention"], width))
         where_done = tf.where(done)[:, 0]
         sentences = tf.gather(rows, where_done)[:, tf.newaxis]
-        output = {name: tf.ensure_shape(tf.tensor_scatter_nd_update(
-            value, sentences, tf.gather(finished[name], where_done)),
-            shapes[name][:-1].concatenate([None]) if name == "attention"
-            else shapes[name])
+        output = {name: tf.tensor_scatter_nd_update(
+            value, sentences, tf.gather(finished[name], where_done))
             for name, value in output.items()}
+        for name, value in output.items():  # static shapes, as they came
+            value.set_shape(shapes[name][:-1].concatenate([None])
+                            if name == "attention" else shapes[name])
         live = tf.cast(tf.where(~done)[:, 0], tf.int32)
         live_rows = tf.reshape(live[:, tf.newaxis] * beam_size
                                + tf.range(beam_size), [-1])
