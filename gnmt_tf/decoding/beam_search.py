@@ -16,6 +16,11 @@ sentence are scored with the GNMT score (`penalties.gnmt_score`) and the best
 maximum length reached) join the sentence's `N` best finished hypotheses, the
 rest stay live. With `K = 1` this is exactly greedy search; with `K` at least
 the number of extensions it is exhaustive search.
+
+With `drop_stopped` (graph mode, where shapes may change) a sentence that
+stops leaves the batch: the step loop is wrapped in a loop that, whenever a
+sentence stops, moves its finished hypotheses to the output and gathers the
+live sentences' rows, so a batch step costs what its live sentences need.
 """
 
 import numbers
