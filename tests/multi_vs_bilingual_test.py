@@ -1,25 +1,15 @@
 """benchmarks/multi_vs_bilingual.py: which model wins, and its flags."""
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "multi_vs_bilingual", ROOT / "benchmarks" / "multi_vs_bilingual.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("multi_vs_bilingual")
 
 
 MULTI = {"en-de": {"val": 37.58, "test_2016_flickr": 37.35},

@@ -1,26 +1,14 @@
 """benchmarks/savedmodel_speed.py: its flags and output comparison."""
 
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script
-    try:
-        spec = importlib.util.spec_from_file_location(
-            "savedmodel_speed", ROOT / "benchmarks" / "savedmodel_speed.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return module
+    return load_benchmark("savedmodel_speed")
 
 
 @pytest.mark.parametrize("argv", [

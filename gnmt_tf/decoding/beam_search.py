@@ -551,14 +551,17 @@ def _drop_stopped_loop(body, loop_vars, shape_invariants, max_time,
         for name, value in output.items():  # static shapes, as they came
             value.set_shape(shapes[name][:-1].concatenate([None])
                             if name == "attention" else shapes[name])
-        live = tf.cast(tf.where(~done)[:, 0], tf.int32)
-        live_rows = tf.reshape(live[:, tf.newaxis] * beam_size
-                               + tf.range(beam_size), [-1])
-        gather = lambda x: tf.gather(x, live)  # noqa: E731
+        live = tf.where(~done)[:, 0]
+
+        def gather(x):
+            return tf.gather(x, live)
+
+        def gather_flat(x):  # a state entry: [B * K, ...]
+            return flatten_beams(gather(unflatten_beams(x, beam_size)))
+
         return (t, tf.nest.map_structure(gather, alive),
                 tf.nest.map_structure(gather, finished),
-                tf.nest.map_structure(lambda x: tf.gather(x, live_rows),
-                                      state),
+                tf.nest.map_structure(gather_flat, state),
                 gather(stopped), gather(rows), gather(max_lengths),
                 gather(source_lengths), output)
 
