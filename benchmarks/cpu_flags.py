@@ -17,3 +17,15 @@ def simd_flags():
     except OSError:
         pass
     return []
+
+
+def cpu_model():
+    """The CPU's model name (from /proc/cpuinfo), or None."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None

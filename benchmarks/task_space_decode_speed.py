@@ -54,7 +54,10 @@ one-worker ratios alone understate CTranslate2.
 
 Tokens/s counts the best hypothesis' tokens: batch * output length / wall
 time of one call (median of the timed repeats, after one warm-up call).
-Both engines get the same number of threads; with `--thread-counts 1,2`
+Each CTranslate2 setting and thread count is timed in a process of its
+own (`_child_ctranslate2`: beside the other settings' engines, its
+two-thread engine ran several times slower). Both engines get the same
+number of threads; with `--thread-counts 1,2`
 each engine is timed at each count and its best is reported (the counts
 behind each figure are in ``best_threads``). The CPU's SIMD flags
 (AVX2, AVX-512, AMX, VNNI) are recorded with the figures.
@@ -100,7 +103,8 @@ from gnmt_tf.translator import (XLA_WIDTH_MULTIPLE, SearchOptions,  # noqa: E402
 from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
-from cpu_flags import simd_flags  # noqa: E402
+from cpu_flags import cpu_model, simd_flags  # noqa: E402
+from cpu_load import BUSY_WARNING, OtherLoad  # noqa: E402
 from gnmt_tf.models.task_space.task_space_translation_model import (  # noqa: E402
                                                                     TaskSpaceTranslationModel)
 
@@ -248,8 +252,15 @@ def bench_ours(model, batch, args, cache):
     return batch * args.output_length / seconds
 
 
-def build_ctranslate2(model, directory, threads, compute_type="default",
-                      workers=1):
+def ctranslate2_vocabulary(config):
+    """The token strings our ids stand for in the converted model."""
+    return ["<pad>", "<unk>", "<s>", "</s>"] + [
+        f"t{i}" for i in range(4, config.vocabulary_size)]
+
+
+def convert_ctranslate2(model, directory):
+    """`(directory, version)`: `model` converted for CTranslate2, or
+    `(None, why)` where CTranslate2 is not installed."""
     try:
         import ctranslate2
         from gnmt_tf.models.task_space.ctranslate2_converter import (
@@ -257,16 +268,22 @@ def build_ctranslate2(model, directory, threads, compute_type="default",
     except ImportError as e:
         print(f"CTranslate2 unavailable: {e}", file=sys.stderr)
         return None, str(e)
-    vocabulary = ["<pad>", "<unk>", "<s>", "</s>"] + [
-        f"t{i}" for i in range(4, model.config.vocabulary_size)]
     converter = TaskSpaceCTranslate2Converter(
-        model, vocabulary, *TASK, max_positions=512)
+        model, ctranslate2_vocabulary(model.config), *TASK, max_positions=512)
     converter.convert(str(directory), force=True)
+    return pathlib.Path(directory), f"ctranslate2 {ctranslate2.__version__}"
+
+
+def load_ctranslate2(directory, config, threads, compute_type="default",
+                     workers=1):
+    """An engine for `bench_ctranslate2`: the converted model in
+    `directory` on `threads` threads, split between `workers`."""
+    import ctranslate2
+
     translator = ctranslate2.Translator(
         str(directory), device="cpu", inter_threads=workers,
         intra_threads=threads // workers, compute_type=compute_type)
-    return ((translator, vocabulary, workers),
-            f"ctranslate2 {ctranslate2.__version__}")
+    return translator, ctranslate2_vocabulary(config), workers
 
 
 def bench_ctranslate2(engine, model, batch, args):
@@ -365,10 +382,31 @@ def side_by_side(results):
 def _child_ours(args, batch, cache, threads):
     """`bench_ours` in a fresh process with `threads` TensorFlow threads
     (the same random weights: the same seed and preset)."""
+    return _run_child(args, ["--child-ours", f"{batch},{cache},{threads}"])
+
+
+def _child_ctranslate2(args, directory, compute_type, threads, workers,
+                       batch):
+    """`bench_ctranslate2` in a fresh process, its engine alone in it.
+
+    Why: in one process with the other settings' engines, CTranslate2's
+    two-thread engine ran at batch 1 up to 2.3x slower than its one-thread
+    engine, and 5x slower than in a process of its own (245 against 1,270-
+    1,430 tok/s on a 2-core AMD EPYC), a handicap that is the benchmark's,
+    not CTranslate2's. Ours at a second thread count runs in a child
+    process too (`_child_ours`)."""
+    return _run_child(args, ["--child-ctranslate2", ",".join(
+        str(v) for v in (directory, compute_type, threads, workers,
+                         batch))])
+
+
+def _run_child(args, child_flags):
+    """Runs this script with `child_flags` and the shared flags; returns
+    the tokens/s its RESULT line reports."""
     import subprocess
 
-    argv = [sys.executable, __file__, "--child-ours",
-            f"{batch},{cache},{threads}", "--preset", args.preset,
+    argv = [sys.executable, __file__, *child_flags,
+            "--preset", args.preset,
             "--source-length", str(args.source_length),
             "--output-length", str(args.output_length),
             "--repeats", str(args.repeats)]
@@ -394,6 +432,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=positive_int, default=3,
                         help="timed calls at batch 32 (x3 at batch 1)")
     parser.add_argument("--batch-sizes", default="32,1")
+    parser.add_argument("--child-ctranslate2", default=None,
+                        help=argparse.SUPPRESS)
     parser.add_argument("--child-ours", default=None,
                         help=argparse.SUPPRESS)  # BATCH,CACHE,THREADS
     parser.add_argument("--skip-no-cache", action="store_true",
@@ -426,6 +466,15 @@ def main(argv=None):
                                                       dropout=0.0)
         print(f"RESULT {bench_ours(model, batch, args, cache)}")
         return 0
+    if args.child_ctranslate2:  # one of `_child_ctranslate2`'s processes
+        directory, compute_type, threads, workers, batch = (
+            args.child_ctranslate2.split(","))
+        model = TaskSpaceTranslationModel.from_preset(args.preset,
+                                                      dropout=0.0)
+        engine = load_ctranslate2(directory, model.config, int(threads),
+                                  compute_type, int(workers))
+        print(f"RESULT {bench_ctranslate2(engine, model, int(batch), args)}")
+        return 0
     tf.config.threading.set_intra_op_parallelism_threads(counts[0])
     tf.config.threading.set_inter_op_parallelism_threads(counts[0])
     tf.random.set_seed(0)
@@ -440,6 +489,7 @@ def main(argv=None):
     if not args.bfloat16 and "bfloat16" in wanted:
         wanted.remove("bfloat16")
     rounds, threads_used = {}, {}
+    other_load = []  # per round: (other processes' CPU share, steal share)
 
     def best(key, measure, thread_counts=None):
         """Runs `measure(threads)` at each count; files the best."""
@@ -470,18 +520,14 @@ def main(argv=None):
     engine_names = {}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
-        engines = {}
-        for compute_type, name in (("default", "ctranslate2"),
-                                   ("int8", "ctranslate2_int8")):
-            for threads in counts if name in wanted else ():
-                engines[compute_type, threads], engine_names[compute_type] = (
-                    build_ctranslate2(model, tmp / "m", threads,
-                                      compute_type))
-            if f"{name}_two_workers" in wanted and TWO_WORKERS in counts:
-                engines[compute_type, "workers"], engine_names[
-                    compute_type] = build_ctranslate2(
-                        model, tmp / "m", TWO_WORKERS, compute_type,
-                        workers=TWO_WORKERS)
+        converted = None
+        if any(name.startswith("ctranslate2") for name in wanted):
+            converted, engine_name = convert_ctranslate2(model, tmp / "m")
+            engine_names = {"default": engine_name, "int8": engine_name}
+
+        def ctranslate2_run(compute_type, batch, workers=1):
+            return lambda threads: _child_ctranslate2(
+                args, converted, compute_type, threads, workers, batch)
         tflite_paths = {}
         for quantization, name in (("float32", "float32"),
                                    ("dynamic_range", "int8_weights")):
@@ -506,20 +552,18 @@ def main(argv=None):
                         f"ours_{name}_{key}", ours(batch, caches[name])))
                 elif name.endswith("_two_workers"):
                     compute_type = "int8" if "int8" in name else "default"
-                    engine = engines.get((compute_type, "workers"))
-                    if engine is None or batch < TWO_WORKERS:
+                    if (converted is None or batch < TWO_WORKERS
+                            or TWO_WORKERS not in counts):
                         continue
-                    settings.append((
-                        f"{name}_{key}", lambda threads, e=engine, b=batch:
-                        bench_ctranslate2(e, model, b, args), [TWO_WORKERS]))
+                    settings.append((f"{name}_{key}", ctranslate2_run(
+                        compute_type, batch, TWO_WORKERS), [TWO_WORKERS]))
                 elif name.startswith("ctranslate2"):
                     compute_type = "int8" if name.endswith("int8") else (
                         "default")
-                    if engines.get((compute_type, counts[0])) is None:
+                    if converted is None:
                         continue
-                    settings.append((f"{name}_{key}", lambda threads, c=(
-                        compute_type), b=batch: bench_ctranslate2(
-                            engines[c, threads], model, b, args)))
+                    settings.append((f"{name}_{key}", ctranslate2_run(
+                        compute_type, batch)))
                 elif name[len("tflite_"):] in tflite_paths:
                     settings.append((
                         f"ours_{name}_{key}",
@@ -529,8 +573,15 @@ def main(argv=None):
         # Rounds take turns, every other one in reverse order, so that no
         # setting always runs first or last as the machine's load drifts.
         for turn in range(args.rounds):
-            for setting in settings[::-1] if turn % 2 else settings:
-                best(*setting)
+            with OtherLoad() as load:
+                for setting in settings[::-1] if turn % 2 else settings:
+                    best(*setting)
+            other_load.append((load.other_share, load.steal_share))
+            if load.busy():
+                print(f"warning: round {turn + 1}: other processes took "
+                      f"{load.other_share:.0%} of the CPU (steal "
+                      f"{load.steal_share:.0%}); its figures are not "
+                      "those of an idle machine", file=sys.stderr)
     results = {key: _median(speeds) for key, speeds in rounds.items()}
     best_threads = {key: max(set(used), key=used.count)
                     for key, used in threads_used.items()}
@@ -590,10 +641,15 @@ def main(argv=None):
         "thread_counts": counts, "best_threads": best_threads,
         "simd_flags": simd_flags(), "cpu_count": os.cpu_count(),
         "load_average_at_end": os.getloadavg(),
+        "other_cpu_share_per_round": [other for other, _ in other_load],
+        "steal_share_per_round": [steal for _, steal in other_load],
+        "cpu_model": cpu_model(),
         "tensorflow": tf.__version__,
         "ctranslate2": engine_names.get("default"),
         "int8": "CTranslate2 compute_type int8; ours: TFLite dynamic-range"
                 " (int8 weights) through the batched host search",
+        "ctranslate2_process": "each CTranslate2 setting and thread count "
+                               "timed in a process of its own",
         "two_workers": f"CTranslate2 inter_threads={TWO_WORKERS}, "
                        "intra_threads=1, max_batch_size=ceil(batch / "
                        f"{TWO_WORKERS}): the batch split between parallel "
@@ -601,8 +657,10 @@ def main(argv=None):
         "tflite_shapes": "default: any source length, growing KV cache",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
-        "note": "see load_average_at_end: on a shared machine the ratios "
-                "are the useful part",
+        "note": "other_cpu_share_per_round: the CPU share other processes "
+                "took during each round (benchmarks/cpu_load.py; above "
+                f"{BUSY_WARNING} the machine was not idle); on a shared "
+                "machine the ratios are the useful part",
     }
     path = pathlib.Path(args.output)
     previous = json.loads(path.read_text()) if path.exists() else {}

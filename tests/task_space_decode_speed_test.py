@@ -1,0 +1,43 @@
+"""benchmarks/task_space_decode_speed.py: CTranslate2 timed in processes of
+its own, and the machine's load recorded with the figures."""
+
+import json
+
+import pytest
+
+from benchmark_scripts import load_benchmark
+
+pytest.importorskip("ctranslate2")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("task_space_decode_speed")
+
+
+def test_ctranslate2_runs_in_a_child_process_and_load_is_recorded(
+        bench, tmp_path):
+    out = tmp_path / "speed.json"
+    argv = ["--preset", "transformer_tiny", "--only", "ctranslate2",
+            "--batch-sizes", "1", "--thread-counts", "1", "--rounds", "2",
+            "--repeats", "1", "--source-length", "6", "--output-length",
+            "4", "--output", str(out)]
+    assert bench.main(argv) == 0
+    results = json.loads(out.read_text())
+    assert results["ctranslate2_beam4_batch1"] > 0
+    assert len(results["rounds"]["ctranslate2_beam4_batch1"]) == 2
+    settings = results["settings"]
+    assert "own" in settings["ctranslate2_process"]
+    assert len(settings["other_cpu_share_per_round"]) == 2
+    assert all(0 <= share <= 1
+               for share in settings["other_cpu_share_per_round"])
+    assert settings["ctranslate2"].startswith("ctranslate2 ")
+
+
+def test_a_failing_child_is_an_error_not_a_figure(bench, tmp_path):
+    args = type("Args", (), {"preset": "transformer_tiny",
+                             "source_length": 6, "output_length": 4,
+                             "repeats": 1})()
+    with pytest.raises(RuntimeError):
+        bench._child_ctranslate2(args, tmp_path / "missing", "default", 1,
+                                 1, 1)
