@@ -142,15 +142,10 @@ def evaluate(model_dir, data_dir, wmt_dir, options, batch_size=64,
 
 
 def cpu_name():
-    """The CPU model from /proc/cpuinfo (platform.processor() is empty on
-    Linux)."""
-    try:
-        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
+    """The CPU model (platform.processor() is empty on Linux)."""
+    from cpu_flags import cpu_model  # this script's folder
+
+    return cpu_model() or platform.machine()
 
 
 def update_results(name, scores, command, path=RESULTS):

@@ -105,6 +105,7 @@ from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
 from cpu_flags import cpu_model, simd_flags  # noqa: E402
 from cpu_load import BUSY_WARNING, OtherLoad  # noqa: E402
+from gnmt_tf.models.task_space.config import TransformerConfig  # noqa: E402
 from gnmt_tf.models.task_space.task_space_translation_model import (  # noqa: E402
                                                                     TaskSpaceTranslationModel)
 
@@ -286,11 +287,11 @@ def load_ctranslate2(directory, config, threads, compute_type="default",
     return translator, ctranslate2_vocabulary(config), workers
 
 
-def bench_ctranslate2(engine, model, batch, args):
+def bench_ctranslate2(engine, config, batch, args):
     """Target tokens/s of CTranslate2; an engine of W workers gets the
     batch in W sub-batches (`max_batch_size`), which it runs in parallel."""
     translator, vocabulary, workers = engine
-    source_ids = _inputs(model.config, batch, args.source_length,
+    source_ids = _inputs(config, batch, args.source_length,
                          seed=batch)[0].numpy()
     source = [[vocabulary[i] for i in row] for row in source_ids]
 
@@ -469,11 +470,12 @@ def main(argv=None):
     if args.child_ctranslate2:  # one of `_child_ctranslate2`'s processes
         directory, compute_type, threads, workers, batch = (
             args.child_ctranslate2.split(","))
-        model = TaskSpaceTranslationModel.from_preset(args.preset,
-                                                      dropout=0.0)
-        engine = load_ctranslate2(directory, model.config, int(threads),
+        # The inputs need the preset's vocabulary and end id only; the
+        # weights are in `directory`.
+        config = TransformerConfig.from_preset(args.preset)
+        engine = load_ctranslate2(directory, config, int(threads),
                                   compute_type, int(workers))
-        print(f"RESULT {bench_ctranslate2(engine, model, int(batch), args)}")
+        print(f"RESULT {bench_ctranslate2(engine, config, int(batch), args)}")
         return 0
     tf.config.threading.set_intra_op_parallelism_threads(counts[0])
     tf.config.threading.set_inter_op_parallelism_threads(counts[0])
