@@ -34,6 +34,10 @@ end token can be produced, no early stopping), three ways:
   (`gnmt_tf.decoding.host_beam_search.beam_search_batch`), what `gnmt-tf translate
   --tflite` runs, and `gnmt-tf translate --model` by default once the
   model's export is cached (`gnmt_tf.tflite_cache`);
+- ours, TFLite whole search (``tflite_*_search``, batch 1 only): the same
+  export's search signature (`gnmt_tf.export.search_signature`), one
+  sentence's encoder and beam search in one interpreter call, which the
+  host translator uses for a sentence translated alone;
 
 - ours, bfloat16 (`--bfloat16`): the in-graph search on the same weights
   computing in bfloat16 (`--precision mixed_bfloat16`); CTranslate2 offers
@@ -118,6 +122,7 @@ DEFAULT_OPTIONS = SearchOptions()  # its max_length_ratio sizes the buffers
 SETTINGS = ("ours", "graph", "fixed_cache", "xla_search", "bfloat16",
             "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
+            "tflite_float32_search", "tflite_int8_weights_search",
             "nocache", "ctranslate2_two_workers",
             "ctranslate2_int8_two_workers")
 # CTranslate2 settings that split a batch between this many workers of one
@@ -309,16 +314,17 @@ def bench_ctranslate2(engine, config, batch, args):
 
 def build_tflite(model, directory, quantization):
     """The path of our TFLite export of `model` (`gnmt_tf.export.tflite.convert`,
-    default shapes)."""
+    default shapes, with the search signature of beam `BEAM`)."""
     from gnmt_tf.export.tflite import convert
 
     path = pathlib.Path(directory) / f"model_{quantization}.tflite"
-    path.write_bytes(convert(model, quantization))
+    path.write_bytes(convert(model, quantization, search_beam_size=BEAM))
     return path
 
 
-def bench_tflite(path, model, batch, args, threads):
-    """Target tokens/s of the host search over a TFLite export."""
+def bench_tflite(path, model, batch, args, threads, whole_search=False):
+    """Target tokens/s of the host search over a TFLite export (with
+    `whole_search`, of its search signature, a sentence at a time)."""
     from gnmt_tf.decoding.host_beam_search import beam_search_batch
     from gnmt_tf.host_translator import encode_sources
     from gnmt_tf.tflite_runtime import TFLiteRuntime
@@ -333,6 +339,10 @@ def bench_tflite(path, model, batch, args, threads):
             if name in runtime.encode_inputs}
 
     def call():
+        if whole_search:
+            return [[runtime.search(row[None], task, args.output_length,
+                                    BEAM, length_penalty=0.0)]
+                    for row in source]
         state = encode_sources(runtime, source, task)
         return beam_search_batch(
             runtime.step, state, [args.source_length] * batch,
@@ -352,6 +362,10 @@ SIDE_BY_SIDE = (("ours", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_tflite_float32", "ctranslate2",
                  "ctranslate2_two_workers"),
                 ("ours_tflite_int8_weights", "ctranslate2_int8",
+                 "ctranslate2_int8_two_workers"),
+                ("ours_tflite_float32_search", "ctranslate2",
+                 "ctranslate2_two_workers"),
+                ("ours_tflite_int8_weights_search", "ctranslate2_int8",
                  "ctranslate2_int8_two_workers"))
 
 
@@ -533,7 +547,7 @@ def main(argv=None):
         tflite_paths = {}
         for quantization, name in (("float32", "float32"),
                                    ("dynamic_range", "int8_weights")):
-            if f"tflite_{name}" not in wanted:
+            if not {f"tflite_{name}", f"tflite_{name}_search"} & set(wanted):
                 continue
             try:
                 tflite_paths[name] = build_tflite(model, tmp, quantization)
@@ -566,6 +580,16 @@ def main(argv=None):
                         continue
                     settings.append((f"{name}_{key}", ctranslate2_run(
                         compute_type, batch)))
+                elif name.endswith("_search"):
+                    path = tflite_paths.get(name[len("tflite_"):
+                                                 -len("_search")])
+                    if path is None or batch != 1:
+                        continue
+                    settings.append((
+                        f"ours_{name}_{key}",
+                        lambda threads, path=path: bench_tflite(
+                            path, model, 1, args, threads,
+                            whole_search=True)))
                 elif name[len("tflite_"):] in tflite_paths:
                     settings.append((
                         f"ours_{name}_{key}",
@@ -604,6 +628,10 @@ def main(argv=None):
                                   (f"ours_tflite_float32_{key}",
                                    f"ctranslate2_{key}"),
                                   (f"ours_tflite_int8_weights_{key}",
+                                   f"ctranslate2_int8_{key}"),
+                                  (f"ours_tflite_float32_search_{key}",
+                                   f"ctranslate2_{key}"),
+                                  (f"ours_tflite_int8_weights_search_{key}",
                                    f"ctranslate2_int8_{key}"),
                                   (f"ours_{key}",
                                    f"ctranslate2_two_workers_{key}"),
@@ -657,6 +685,9 @@ def main(argv=None):
                        f"{TWO_WORKERS}): the batch split between parallel "
                        "workers",
         "tflite_shapes": "default: any source length, growing KV cache",
+        "tflite_search": "ours_tflite_*_search: the same file's "
+                         f"search_beam{BEAM} signature, one call per "
+                         "sentence (batch 1 only)",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
         "note": "other_cpu_share_per_round: the CPU share other processes "

@@ -166,6 +166,10 @@ class HostTranslator:
       max_output_length: int or None. Longest output in subwords, end token
         included, where the state has a fixed-size cache (None for GNMT);
         a hypothesis cut there has no end token.
+      graph_search: bool. Whether a sentence searched alone goes to the
+        runtime's whole-search signature where the export has one for the
+        beam size (`search_batch`); True by default, False runs every
+        search in the host loop.
 
     Raises:
       FileNotFoundError: no SentencePiece model.
@@ -209,6 +213,7 @@ class HostTranslator:
         # The cache length, or the model's own limit if shorter (written
         # by the exporter, which knows both).
         self.max_output_length = metadata.get("max_output_length")
+        self.graph_search = True
 
     @classmethod
     def from_tflite(cls, model_path, vocabulary_path=None, num_threads=None,
@@ -265,6 +270,12 @@ class HostTranslator:
                      max_length_ratio=2.0, beam_width=None, task=None):
         """Searches sentences together; returns each one's best pairs.
 
+        A single sentence whose search the export holds whole (one best
+        hypothesis, a beam size in the runtime's `search_beam_sizes`, no
+        pruning) runs in one runtime call
+        (`gnmt_tf.export.search_signature`: the same search, up to float
+        rounding), unless `graph_search` is False.
+
         Args:
           sources: list of lists of int, each ending with the end token.
           beam_size, length_penalty, coverage_penalty, num_hypotheses,
@@ -298,6 +309,16 @@ class HostTranslator:
             * np.asarray(lengths, np.float32)).astype(np.int64), 1)
         if self.max_output_length is not None:
             max_lengths = np.minimum(max_lengths, self.max_output_length)
+        if (self.graph_search and len(sources) == 1 and num_hypotheses == 1
+                and beam_width is None
+                and beam_size in getattr(self.runtime, "search_beam_sizes",
+                                         ())):
+            ids, score = self.runtime.search(
+                np.asarray(sources, np.int32), task or {}, max_lengths[0],
+                beam_size, length_penalty, coverage_penalty)
+            if ids and ids[-1] == self.eos_id:
+                ids.pop()
+            return [[(ids, score)]]
         state = encode_sources(self.runtime, sources, task or {})
         return beam_search_batch(
             self.runtime.step, state, lengths, self.bos_id, self.eos_id,

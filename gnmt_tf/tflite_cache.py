@@ -5,7 +5,10 @@ through the NumPy host search (`gnmt_tf.host_translator`) when one is
 cached: no TensorFlow import (3-4 s of a one-line run) and no tracing, and
 the translations are the in-process search's up to float rounding. The
 first run converts the export (`gnmt_tf.export.tflite.export_tflite`, the
-default shapes) into the cache for the runs after it.
+default shapes) into the cache for the runs after it. The export carries
+the whole search at the default beam size (`SEARCH_BEAM_SIZE`), so a
+sentence translated alone with the default search takes one interpreter
+call (`gnmt_tf.export.search_signature`).
 
 A model directory can also carry its own export (`ship`, as the shipped
 `multi30k-transformer` does in ``tflite_float32/``), gzipped (its weights,
@@ -33,6 +36,8 @@ import tempfile
 import time
 from typing import Optional
 
+from gnmt_tf.translation import SearchOptions
+
 CACHE_ENV = "GNMT_TF_TFLITE_CACHE"  # a directory, or "off"
 DEFAULT_DIR = pathlib.Path("~/.cache/gnmt_tf/tflite")
 MODEL_FILE = "model_float32.tflite"
@@ -45,6 +50,10 @@ CHECKPOINT_DIR = "checkpoints"
 SHIPPED_DIR = "tflite_float32"
 SHIPPED_FILE = MODEL_FILE + ".gz"
 SHIPPED_FINGERPRINT = "fingerprint.txt"
+SEARCH_BEAM_SIZE = SearchOptions().beam_size
+# What the exports hold besides the weights: part of the fingerprint, so a
+# change here makes new entries instead of reusing old exports.
+EXPORT_FORMAT = f"float32, default shapes, search_beam{SEARCH_BEAM_SIZE}"
 
 
 def cache_dir() -> Optional[pathlib.Path]:
@@ -59,9 +68,9 @@ def cache_dir() -> Optional[pathlib.Path]:
 def fingerprint(model_dir) -> str:
     """A digest of what `model_dir`'s translations depend on: its config,
     vocabulary and weights (shipped ``weights.npz`` or training
-    checkpoints)."""
+    checkpoints), and of the exports' `EXPORT_FORMAT`."""
     model_dir = pathlib.Path(model_dir)
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(EXPORT_FORMAT.encode())
     for name in CONTENT_FILES:
         path = model_dir / name
         if path.is_file():
@@ -156,7 +165,8 @@ def ship(model_dir) -> pathlib.Path:
     old = model_dir / f".{SHIPPED_DIR}-old"
     try:
         os.chmod(staging, 0o755)  # package data, not mkdtemp's private 0700
-        export_tflite(model_dir, staging, "float32")
+        export_tflite(model_dir, staging, "float32",
+                      search_beam_size=SEARCH_BEAM_SIZE)
         with open(staging / MODEL_FILE, "rb") as source, \
                 gzip.open(staging / SHIPPED_FILE, "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
@@ -188,8 +198,8 @@ def build(model_dir) -> pathlib.Path:
         return folder / MODEL_FILE
     from gnmt_tf.export.tflite import export_tflite
 
-    _write_entry(folder, lambda staging: export_tflite(model_dir, staging,
-                                                       "float32"))
+    _write_entry(folder, lambda staging: export_tflite(
+        model_dir, staging, "float32", search_beam_size=SEARCH_BEAM_SIZE))
     return folder / MODEL_FILE
 
 

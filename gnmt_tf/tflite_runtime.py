@@ -18,7 +18,9 @@ signatures' shapes:
   `time`);
 - the interpreter's inputs are resized as their shapes change (every step
   with a growing cache, every `cache_block` steps with a blocked one), and
-  copied in only when they are new arrays.
+  copied in only when they are new arrays;
+- an export with a search signature (`gnmt_tf.export.search_signature`)
+  also runs one sentence's whole beam search in one call (`search`).
 
 The interpreter is `ai_edge_litert` (LiteRT), or `tf.lite` where LiteRT is
 not installed; nothing else imports TensorFlow.
@@ -31,6 +33,7 @@ import pathlib
 import numpy as np
 
 from gnmt_tf import cpu_settings
+from gnmt_tf.search_signatures import search_beam_sizes
 
 SIGNATURES = ("encode", "decode_step")
 # The state entry holding the position each row writes next: the task-space
@@ -69,6 +72,8 @@ class TFLiteRuntime:
         the longest source in ids, end token and source prefix included.
       cache_block: int or None. Positions a blocked cache grows by (None:
         the model has none).
+      search_beam_sizes: tuple of int. The beam sizes `search` runs
+        (empty: the export has no search signature).
 
     Raises:
       OSError: `model_path` is no file.
@@ -117,6 +122,10 @@ class TFLiteRuntime:
                              f"no {POSITION!r} input")
         self.cache_block = (next(iter(self._blocks.values()))[1]
                             if self._blocks else None)
+        self._search_runners = {
+            size: self.interpreter.get_signature_runner(name)
+            for size, name in search_beam_sizes(signatures).items()}
+        self.search_beam_sizes = tuple(sorted(self._search_runners))
         self._empty_state = {  # growing caches: batch 1, no positions yet
             name: np.zeros([1] + [max(int(d), 0) for d in
                                   detail["shape_signature"][1:]],
@@ -135,8 +144,11 @@ class TFLiteRuntime:
         before keeps working. Running it here closes that window (the
         outputs are thrown away, so any in-vocabulary id will do).
         """
-        state = self.encode(np.ones([1, 1], np.int32), self.placeholder_task())
+        task = self.placeholder_task()
+        state = self.encode(np.ones([1, 1], np.int32), task)
         self.step(np.ones([1], np.int32), state)
+        for size in self.search_beam_sizes:
+            self.search(np.ones([1, 1], np.int32), task, 1, size)
 
     def placeholder_task(self):
         """`encode`'s task inputs of batch 1, all id 0 (some valid task:
@@ -168,6 +180,29 @@ class TFLiteRuntime:
         padded.update({name: np.repeat(value, rows, axis=0)
                        for name, value in self._empty_state.items()})
         return padded
+
+    def search(self, source_ids, task, max_length, beam_size,
+               length_penalty=0.6, coverage_penalty=0.0):
+        """One sentence's whole beam search in the interpreter (a
+        `beam_size` in `search_beam_sizes`): `source_ids` int32 `[1, S]`,
+        `task` as `encode`'s, `max_length` the most output tokens (end
+        token included) -> `(ids, score)` of the best hypothesis: `ids`
+        (list of int) end with the end token unless it was cut at
+        `max_length`; `score` is its GNMT score.
+
+        Raises:
+          KeyError: the export has no search with `beam_size` beams.
+        """
+        if beam_size not in self._search_runners:
+            raise KeyError(f"{self.path} has no search with beam size "
+                           f"{beam_size} (it has {self.search_beam_sizes})")
+        out = self._search_runners[beam_size](
+            source_ids=np.asarray(source_ids, np.int32), **task,
+            max_length=np.int32(max_length),
+            length_penalty=np.float32(length_penalty),
+            coverage_penalty=np.float32(coverage_penalty))
+        return (out["ids"][0, :int(out["length"][0])].tolist(),
+                float(out["score"][0]))
 
     # `beam_search_batch(..., step_gathers=True)`: `step` gathers the
     # state's live rows itself, as it copies them into the interpreter.

@@ -166,15 +166,11 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
         raise ValueError(f"decoding state names {sorted(clash)} clash with "
                          "decode_step's own inputs/outputs")
 
-    split_step = isinstance(model, SplitStep)
+    step = exported_step(model, log_softmax)
 
     def decode_step(ids, **flat_state):
         state = unflatten_state(flat_state, template)
-        if log_softmax is None or not split_step:
-            log_probs, attention, new_state = model.step(ids, state)
-        else:
-            hidden, attention, new_state = model.step_hidden(ids, state)
-            log_probs = log_softmax(model.output_logits(hidden))
+        log_probs, attention, new_state = step(ids, state)
         outputs = {"log_probs": tf.cast(log_probs, tf.float32)}
         if attention is not None:
             outputs["attention"] = tf.cast(attention, tf.float32)
@@ -187,6 +183,23 @@ def make_step_functions(model, encode_batch_size=None, step_source_length=None,
     return (encode.get_concrete_function(),
             decode_step.get_concrete_function(
                 ids=tf.TensorSpec([None], tf.int32, name="ids"), **state_specs))
+
+
+def exported_step(model, log_softmax=None):
+    """The step function an export traces: `model.step`, or, given a
+    `log_softmax` and a model that splits its step (`SplitStep`),
+    `log_softmax(model.output_logits(hidden))` of `model.step_hidden` (the
+    same arithmetic but this last op). Shared by `decode_step` and the
+    in-graph search (`gnmt_tf.export.search_signature`), so both compute
+    the same log-probs."""
+    if log_softmax is None or not isinstance(model, SplitStep):
+        return model.step
+
+    def step(ids, state):
+        hidden, attention, new_state = model.step_hidden(ids, state)
+        return log_softmax(model.output_logits(hidden)), attention, new_state
+
+    return step
 
 
 def task_encode_function(model, batch_size=None):

@@ -6,8 +6,10 @@ TFLite, so the model offers the SavedModel's two step signatures
 (`gnmt_tf.export.savedmodel`), with the task inputs as ids and shapes the converter
 lowers with builtin ops only (no Flex delegate; see `StepModule`): by
 default a step takes any source length and the task-space Transformer's
-cache grows by a position per step; `fixed_shapes` fixes both. `model.json` next to the model tells the host the task inputs'
-names, the source prefix and the lengths.
+cache grows by a position per step; `fixed_shapes` fixes both. A third
+signature can hold one sentence's whole beam search, its buffers sized per
+call (`gnmt_tf.export.search_signature`). `model.json` next to the model
+tells the host the task inputs' names, the source prefix and the lengths.
 
 Formats (`QUANTIZATIONS`): ``float32``; ``dynamic_range`` (int8 weights,
 float activations, no calibration data); ``float16`` weights; ``int8``
@@ -30,6 +32,7 @@ import tensorflow as tf
 
 from gnmt_tf.export.host_metadata import (DEFAULT_MAX_SOURCE_LENGTH, export_lengths,
                                           export_metadata, growing_cache)
+from gnmt_tf.export.search_signature import search_function
 from gnmt_tf.export.step_functions import (WeightsModule, make_step_functions,
                                            task_encode_function)
 from gnmt_tf.export.tflite_tied_table import dedupe_buffers, share_tied_table
@@ -37,9 +40,10 @@ from gnmt_tf import model_dir as model_dir_lib
 from gnmt_tf.host_translator import METADATA_FILE
 from gnmt_tf.io_utils import copy_file_atomic, write_bytes_atomic
 from gnmt_tf.io_utils import write_text_atomic
+from gnmt_tf.search_signatures import (check_search_beam_size,
+                                       search_signature_name)
 
 QUANTIZATIONS = ("float32", "dynamic_range", "float16", "int8")
-SIGNATURE_KEYS = ("encode", "decode_step")
 
 
 class StepModule(WeightsModule):
@@ -70,6 +74,10 @@ class StepModule(WeightsModule):
     batches (`benchmarks/tflite_cache_block.py`): for latency, one
     sentence at a time.
 
+    `search_beam_size` adds a third signature, the whole beam search of
+    one sentence with that many beams (`gnmt_tf.export.search_signature`):
+    the runtime then translates one sentence at a time in one call.
+
     `fixed_shapes` gives runtimes that cannot resize inputs a
     `decode_step` whose source-length state is `max_source_length` long
     (the host zero-pads `encode`'s outputs to it) and whose cache holds
@@ -89,11 +97,13 @@ class StepModule(WeightsModule):
       batched_encode: bool. False keeps `encode` at one sentence.
       log_softmax: callable or None. See `make_step_functions`.
       cache_block: int or None. See above (`make_step_functions`).
+      search_beam_size: int or None. See above.
     """
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None, fixed_shapes=False,
-                 batched_encode=True, log_softmax=None, cache_block=None):
+                 batched_encode=True, log_softmax=None, cache_block=None,
+                 search_beam_size=None):
         super().__init__(model, "steps")
         batch = (None if batched_encode
                  and model.exports_encode_at_any_batch
@@ -109,9 +119,19 @@ class StepModule(WeightsModule):
                           else max_target_length),
             growing_cache=growing, log_softmax=log_softmax,
             cache_block=cache_block)
+        self.search = None
+        self.search_beam_size = search_beam_size
+        if search_beam_size is not None:
+            one_encode, one_specs = task_encode_function(model, batch_size=1)
+            self.search = search_function(model, search_beam_size,
+                                          one_encode, one_specs, log_softmax)
 
     def signatures(self):
-        return {"encode": self.encode, "decode_step": self.decode_step}
+        signatures = {"encode": self.encode, "decode_step": self.decode_step}
+        if self.search is not None:
+            signatures[search_signature_name(self.search_beam_size)] = (
+                self.search)
+        return signatures
 
 
 def log_softmax_through_softmax(logits):
@@ -144,6 +164,18 @@ def check_cache_block(cache_block, fixed_shapes=False,
                          "fixed_shapes or max_target_length")
 
 
+def check_search_beam(search_beam_size, quantization="float32",
+                      fixed_shapes=False):
+    """Raises a ValueError for a `search_beam_size` below 2, or one with
+    ``int8`` (the QAT graph's search is not converted) or `fixed_shapes`
+    (whose runtimes cannot resize the search's inputs either)."""
+    check_search_beam_size(search_beam_size)
+    if search_beam_size is not None and (quantization == "int8"
+                                         or fixed_shapes):
+        raise ValueError("a search signature is for float32, float16 and "
+                         "dynamic_range exports with the default shapes")
+
+
 def _is_qat_dir(model_dir):
     from gnmt_tf import model_types
 
@@ -160,8 +192,9 @@ def check_quantization(quantization):
 
 def convert(model, quantization="float32", max_source_length=None,
             max_target_length=None, share_table=True, fixed_shapes=False,
-            attention_products=True, cache_block=None):
-    """Converts a `Seq2SeqModel` to a two-signature TFLite flatbuffer.
+            attention_products=True, cache_block=None, search_beam_size=None):
+    """Converts a `Seq2SeqModel` to a two-signature TFLite flatbuffer
+    (three with `search_beam_size`).
 
     Args:
       model: the model, weights loaded (for ``int8``, a QAT model).
@@ -177,17 +210,20 @@ def convert(model, quantization="float32", max_source_length=None,
         1.21x faster translation at batch 32 and 1.10x at batch 1 on the
         shipped model, same outputs (`benchmarks/one_query_attention.py`).
       cache_block: int or None. See `StepModule`.
+      search_beam_size: int or None. See `StepModule`.
 
     Returns:
       The TFLite model as `bytes`.
 
     Raises:
       ValueError: an unknown `quantization`, bad lengths, a `cache_block`
-        that cannot apply (`check_cache_block`, `make_step_functions`), or
-        ``int8`` for a model without fake quantization.
+        that cannot apply (`check_cache_block`, `make_step_functions`),
+        ``int8`` for a model without fake quantization, or a bad
+        `search_beam_size` (`check_search_beam`).
     """
     check_quantization(quantization)
     check_cache_block(cache_block, fixed_shapes, max_target_length)
+    check_search_beam(search_beam_size, quantization, fixed_shapes)
     table = None
     if quantization == "int8":
         from gnmt_tf.quantization import qat_layers  # tfmot: int8 only
@@ -211,21 +247,22 @@ def convert(model, quantization="float32", max_source_length=None,
             fixed_shapes=fixed_shapes, batched_encode=quantization != "int8",
             log_softmax=(None if quantization == "int8"
                          else log_softmax_through_softmax),
-            cache_block=cache_block)
+            cache_block=cache_block, search_beam_size=search_beam_size)
         return convert_module(module, quantization, table)
 
 
 def convert_module(module, quantization="float32", table=None):
-    """Converts a `StepModule` to TFLite `bytes` with its two signatures,
+    """Converts a `StepModule` to TFLite `bytes` with its signatures,
     builtin ops only; for ``int8`` (a QAT model) a tied embedding `table`
     (float `[vocabulary_size, hidden_dim]`) is stored once."""
     check_quantization(quantization)
     with tempfile.TemporaryDirectory(prefix="gnmt_tf_tflite_") as tmp:
         # Going through a SavedModel gives one flatbuffer with named
         # signatures (from_concrete_functions names them by position).
-        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        signatures = module.signatures()
+        tf.saved_model.save(module, tmp, signatures=signatures)
         converter = tf.lite.TFLiteConverter.from_saved_model(
-            tmp, signature_keys=list(SIGNATURE_KEYS))
+            tmp, signature_keys=list(signatures))
         converter.target_spec.supported_ops = [
             tf.lite.OpsSet.TFLITE_BUILTINS]
         if quantization != "float32":
@@ -263,7 +300,7 @@ def int8_report(model_path):
 def export_tflite(model_dir, out_dir, quantization="float32",
                   max_source_length=None, max_target_length=None,
                   fixed_shapes=False, attention_products=True,
-                  cache_block=None):
+                  cache_block=None, search_beam_size=None):
     """Writes a trained model directory's TFLite model, vocabulary and
     `model.json` (any model type).
 
@@ -287,6 +324,7 @@ def export_tflite(model_dir, out_dir, quantization="float32",
       fixed_shapes: bool. See `StepModule`.
       attention_products: bool. See `convert`.
       cache_block: int or None. See `StepModule`.
+      search_beam_size: int or None. See `StepModule`.
 
     Returns:
       `{"model": Path of model_<quantization>.tflite, "vocabulary": Path of
@@ -305,12 +343,14 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         model, subwords, payload = model_dir_lib.load_model(model_dir)
     # Before export_lengths, which drops a cache length given with a block.
     check_cache_block(cache_block, fixed_shapes, max_target_length)
+    check_search_beam(search_beam_size, quantization, fixed_shapes)
     lengths = export_lengths(model, max_source_length, max_target_length,
                              fixed_shapes, cache_block)
     flatbuffer = convert(model, quantization, *lengths,
                          fixed_shapes=fixed_shapes,
                          attention_products=attention_products,
-                         cache_block=cache_block)
+                         cache_block=cache_block,
+                         search_beam_size=search_beam_size)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"model": out_dir / f"model_{quantization}.tflite",
@@ -320,5 +360,6 @@ def export_tflite(model_dir, out_dir, quantization="float32",
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
     metadata = export_metadata(model, payload, *lengths, fixed_shapes,
                                cache_block)
+    metadata["search_beam_size"] = search_beam_size
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

@@ -25,6 +25,7 @@ SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
 CACHE_LENGTH = 32  # the fixed-cache export's
 CACHE_BLOCK = 3  # the blocked export's: its outputs need several blocks
+SEARCH_BEAM = 2  # the beam size of the export with a search signature
 
 
 def _score_tolerance(scores):
@@ -58,6 +59,25 @@ def ts_fixed_tflite(ts_fixed_tflite_dir):
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
     return TFLiteTranslator(ts_fixed_tflite_dir / "model_float32.tflite")
+
+
+@pytest.fixture(scope="session")
+def ts_search_tflite_dir(ts_model_dir, tmp_path_factory):
+    """The default export with beam `SEARCH_BEAM`'s whole search as a
+    signature, through the CLI."""
+    from gnmt_tf.cli.main import main
+
+    out = tmp_path_factory.mktemp("ts_search_tflite")
+    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+                 str(out), f"--search-beam-size={SEARCH_BEAM}"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def ts_search_tflite(ts_search_tflite_dir):
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    return TFLiteTranslator(ts_search_tflite_dir / "model_float32.tflite")
 
 
 @pytest.fixture(scope="session")
@@ -104,6 +124,7 @@ def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
     assert meta["growing_cache"] is True
     assert meta["max_target_length"] is None
     assert meta["max_output_length"] == MAX_SEQUENCE_LENGTH
+    assert meta["search_beam_size"] is None
 
 
 def test_signatures_growing_cache(ts_tflite):
@@ -112,6 +133,7 @@ def test_signatures_growing_cache(ts_tflite):
     assert [t.name for t in ts_tflite.task_inputs()] == [
         "src_lang", "tgt_lang", "tags"]
     runtime = ts_tflite.runtime
+    assert runtime.search_beam_sizes == ()  # no search signature
     encode = _shapes(runtime.encode_runner.get_input_details())
     assert encode == {"source_ids": ([-1, -1], "int32"),
                       "src_lang": ([-1], "int32"),
@@ -522,3 +544,127 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
                      tgt_lang="fr")
     with pytest.raises(ValueError, match=f"at most {limit}"):
         tflite.translate([texts[limit + 1]], src_lang="en", tgt_lang="fr")
+
+
+def test_signatures_search(ts_search_tflite, ts_search_tflite_dir):
+    """`--search-beam-size` adds the whole search at that beam size: the
+    encoder's inputs at batch 1 plus the limit and penalties in, the best
+    hypothesis out; `encode` and `decode_step` stay as they were."""
+    meta = json.loads((ts_search_tflite_dir / "model.json").read_text())
+    assert meta["search_beam_size"] == SEARCH_BEAM
+    runtime = ts_search_tflite.runtime
+    assert runtime.search_beam_sizes == (SEARCH_BEAM,)
+    assert set(runtime.interpreter.get_signature_list()) == {
+        "encode", "decode_step", f"search_beam{SEARCH_BEAM}"}
+    search = runtime.interpreter.get_signature_runner(
+        f"search_beam{SEARCH_BEAM}")
+    assert _shapes(search.get_input_details()) == {
+        "source_ids": ([1, -1], "int32"), "src_lang": ([1], "int32"),
+        "tgt_lang": ([1], "int32"), "tags": ([1, 6], "int32"),
+        "max_length": ([], "int32"), "length_penalty": ([], "float32"),
+        "coverage_penalty": ([], "float32")}
+    outputs = _shapes(search.get_output_details())
+    # (The converter leaves the ids' batch unknown; it is 1.)
+    assert outputs == {"ids": ([-1, -1], "int32"), "length": ([1], "int32"),
+                       "score": ([1], "float32")}
+    assert "log_probs" in runtime.step_runner.get_output_details()
+
+
+def _count_steps(runtime, monkeypatch):
+    """Counts `runtime.step` calls (the host loop's) from now on."""
+    calls = []
+    step = runtime.step
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "step", counted)
+    return calls
+
+
+def test_search_signature_searches_as_the_host_loop(ts_search_tflite,
+                                                    monkeypatch):
+    """A sentence translated alone at the exported beam size takes one
+    interpreter call and gets the host loop's search over the same file:
+    same texts, scores to float32 rounding (the two run the same float32
+    steps). Other beam sizes, n-best lists, pruning and batches of
+    several sentences run the host loop."""
+    translator = ts_search_tflite
+    calls = _count_steps(translator.runtime, monkeypatch)
+    searches = [dict(beam_size=SEARCH_BEAM),
+                dict(beam_size=SEARCH_BEAM, length_penalty=1.0,
+                     coverage_penalty=0.2),
+                dict(beam_size=SEARCH_BEAM, length_penalty=0.0)]
+    for search in searches:
+        translator.graph_search = False
+        texts, scores = _tflite_one_at_a_time(translator, search)
+        looped = len(calls)
+        translator.graph_search = True
+        got_texts, got_scores = _tflite_one_at_a_time(translator, search)
+        assert len(calls) == looped  # no host step: one call a sentence
+        assert got_texts == texts
+        assert got_scores == pytest.approx(scores,
+                                          abs=_score_tolerance(scores))
+    assert any(texts) and len(set(texts)) > 1  # not all empty or equal
+    for search in (dict(beam_size=1), dict(beam_size=SEARCH_BEAM + 1),
+                   dict(beam_size=SEARCH_BEAM, num_hypotheses=2),
+                   dict(beam_size=SEARCH_BEAM, beam_width=3.0)):
+        before = len(calls)
+        _tflite_one_at_a_time(translator, search)
+        assert len(calls) > before, search
+    before = len(calls)
+    _tflite(translator, dict(beam_size=SEARCH_BEAM))  # batches of several
+    assert len(calls) > before
+
+
+def _tflite_one_at_a_time(translator, search):
+    texts, scores = [], []
+    for src, tgt, tags, sentences in DIRECTIONS:
+        for hyps in translator.translate_nbest(
+                sentences, **search, batch_size=1, src_lang=src,
+                tgt_lang=tgt, tags=tags):
+            texts.append(hyps[0].text)
+            scores.append(hyps[0].score)
+    return texts, scores
+
+
+def test_search_signature_stops_at_the_limit(ts_search_tflite):
+    """The search's `max_length` input is the host's limit: the output has
+    at most that many tokens, end token included (cut there: none)."""
+    translator = ts_search_tflite
+    _, task = translator.task_arrays(src_lang="en", tgt_lang="fr",
+                                     tags="caption")
+    source = translator.sentencepiece.encode("a big cat sleeps") + [
+        translator.eos_id]
+    for limit in (1, 2, 5, MAX_SEQUENCE_LENGTH):
+        ids, score = translator.runtime.search(
+            np.asarray([source], np.int32), task, limit, SEARCH_BEAM)
+        assert 1 <= len(ids) <= limit and np.isfinite(score)
+        assert translator.eos_id not in ids[:-1]
+    with pytest.raises(KeyError, match="no search with beam size 3"):
+        translator.runtime.search(np.asarray([source], np.int32), task, 4, 3)
+
+
+def test_search_signature_is_refused_where_it_cannot_apply(
+        ts_model_dir, tmp_path, capsys):
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.export.tflite import check_search_beam
+
+    for flags in (["--fixed-shapes"], ["--int8"]):
+        assert main(["export", "tflite", "--model", str(ts_model_dir),
+                     "--out", str(tmp_path / "ts"), "--search-beam-size",
+                     "4", *flags]) != 0
+        err = capsys.readouterr().err
+        assert "search signature is for float32, float16 and " in err or (
+            "QAT" in err or "quantization-aware" in err), err
+    assert not (tmp_path / "ts").exists() or not list(
+        (tmp_path / "ts").glob("*.tflite"))
+    for bad in (1, 0, 2.5, True):
+        with pytest.raises(ValueError, match="search beam size"):
+            check_search_beam(bad)
+    with pytest.raises(ValueError, match="float32, float16"):
+        check_search_beam(4, "int8")
+    with pytest.raises(SystemExit):
+        main(["export", "tflite", "--model", str(ts_model_dir), "--out",
+              str(tmp_path / "ts"), "--search-beam-size", "0"])
