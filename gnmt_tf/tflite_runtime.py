@@ -122,8 +122,10 @@ class TFLiteRuntime:
                              f"no {POSITION!r} input")
         self.cache_block = (next(iter(self._blocks.values()))[1]
                             if self._blocks else None)
+        # (Through `_StepInputs`: no reallocation while the source length
+        # stays the same.)
         self._search_runners = {
-            size: self.interpreter.get_signature_runner(name)
+            size: _StepInputs(self.interpreter.get_signature_runner(name))
             for size, name in search_beam_sizes(signatures).items()}
         self.search_beam_sizes = tuple(sorted(self._search_runners))
         self._empty_state = {  # growing caches: batch 1, no positions yet
@@ -196,11 +198,11 @@ class TFLiteRuntime:
         if beam_size not in self._search_runners:
             raise KeyError(f"{self.path} has no search with beam size "
                            f"{beam_size} (it has {self.search_beam_sizes})")
-        out = self._search_runners[beam_size](
+        out = self._search_runners[beam_size].run(dict(
             source_ids=np.asarray(source_ids, np.int32), **task,
-            max_length=np.int32(max_length),
-            length_penalty=np.float32(length_penalty),
-            coverage_penalty=np.float32(coverage_penalty))
+            max_length=np.asarray(max_length, np.int32),
+            length_penalty=np.asarray(length_penalty, np.float32),
+            coverage_penalty=np.asarray(coverage_penalty, np.float32)), {})
         return (out["ids"][0, :int(out["length"][0])].tolist(),
                 float(out["score"][0]))
 

@@ -50,3 +50,29 @@ def test_a_failing_child_is_an_error_not_a_figure(bench, tmp_path):
     with pytest.raises(RuntimeError):
         bench._child_ctranslate2(args, tmp_path / "missing", "default", 1,
                                  1, 1)
+
+
+def test_the_whole_search_is_timed_at_batch_1_only(tmp_path):
+    """The TFLite export's search signature gets its own keys and its ratio
+    to CTranslate2, at batch 1 (a sentence at a time) and not at batch 2."""
+    out = tmp_path / "speed.json"
+    argv = ["--preset", "transformer_tiny", "--only",
+            "ctranslate2,tflite_float32,tflite_float32_search",
+            "--batch-sizes", "2,1", "--thread-counts", "1", "--repeats", "1",
+            "--source-length", "6", "--output-length", "4", "--output",
+            str(out)]
+    process = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "task_space_decode_speed.py"),
+         *argv], capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=str(BENCHMARKS.parent)))
+    assert process.returncode == 0, process.stderr[-2000:]
+    results = json.loads(out.read_text())
+    assert results["ours_tflite_float32_search_beam4_batch1"] > 0
+    assert results["ours_tflite_float32_beam4_batch2"] > 0
+    assert "ours_tflite_float32_search_beam4_batch2" not in results
+    ratio = ("ours_tflite_float32_search_beam4_batch1_over_"
+             "ctranslate2_beam4_batch1")
+    assert results[ratio] == round(
+        results["ours_tflite_float32_search_beam4_batch1"]
+        / results["ctranslate2_beam4_batch1"], 3)
+    assert "tflite_float32_search batch 1" in results["side_by_side"]
