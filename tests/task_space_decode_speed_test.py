@@ -18,21 +18,26 @@ def bench():
     return load_benchmark("task_space_decode_speed")
 
 
-def test_ctranslate2_runs_in_a_child_process_and_load_is_recorded(
-        tmp_path):
-    # As run from the command line: the script sets TensorFlow's thread
-    # counts, which a process that already ran TensorFlow cannot.
-    out = tmp_path / "speed.json"
-    argv = ["--preset", "transformer_tiny", "--only", "ctranslate2",
-            "--batch-sizes", "1", "--thread-counts", "1", "--rounds", "2",
-            "--repeats", "1", "--source-length", "6", "--output-length",
-            "4", "--output", str(out)]
+def _run_script(argv, out):
+    """Runs the benchmark as from the command line (it sets TensorFlow's
+    thread counts, which a process that already ran TensorFlow cannot);
+    returns the JSON it wrote to `out`."""
     process = subprocess.run(
         [sys.executable, str(BENCHMARKS / "task_space_decode_speed.py"),
          *argv], capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=str(BENCHMARKS.parent)))
     assert process.returncode == 0, process.stderr[-2000:]
-    results = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_ctranslate2_runs_in_a_child_process_and_load_is_recorded(
+        tmp_path):
+    out = tmp_path / "speed.json"
+    argv = ["--preset", "transformer_tiny", "--only", "ctranslate2",
+            "--batch-sizes", "1", "--thread-counts", "1", "--rounds", "2",
+            "--repeats", "1", "--source-length", "6", "--output-length",
+            "4", "--output", str(out)]
+    results = _run_script(argv, out)
     assert results["ctranslate2_beam4_batch1"] > 0
     assert len(results["rounds"]["ctranslate2_beam4_batch1"]) == 2
     settings = results["settings"]
@@ -61,12 +66,7 @@ def test_the_whole_search_is_timed_at_batch_1_only(tmp_path):
             "--batch-sizes", "2,1", "--thread-counts", "1", "--repeats", "1",
             "--source-length", "6", "--output-length", "4", "--output",
             str(out)]
-    process = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "task_space_decode_speed.py"),
-         *argv], capture_output=True, text=True,
-        env=dict(os.environ, PYTHONPATH=str(BENCHMARKS.parent)))
-    assert process.returncode == 0, process.stderr[-2000:]
-    results = json.loads(out.read_text())
+    results = _run_script(argv, out)
     assert results["ours_tflite_float32_search_beam4_batch1"] > 0
     assert results["ours_tflite_float32_beam4_batch2"] > 0
     assert "ours_tflite_float32_search_beam4_batch2" not in results

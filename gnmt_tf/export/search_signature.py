@@ -4,13 +4,13 @@ time without a host loop.
 The host search (`gnmt_tf.decoding.host_beam_search`) calls `decode_step`
 once per output position and does the beam bookkeeping in NumPy between
 calls. For one sentence the steps are small, so that bookkeeping, the
-input copies and the reallocation of a growing cache cost as much as the
-step itself (`benchmarks/tflite_search_parts.py`: 37 % of a batch-1 step).
+input copies and the reallocation of a growing cache are a large part of
+each step (`benchmarks/tflite_search_parts.py`: 37 % of a batch-1 step).
 `search_function` puts `encode` and the search loop
 (`gnmt_tf.decoding.beam_search`, the same search `Translator` runs) into
 one function that a TFLite file carries as a signature named
-`gnmt_tf.search_signatures.search_signature_name(K)`; the runtime calls it once per sentence
-(`gnmt_tf.tflite_runtime.TFLiteRuntime.search`).
+``search_beam<K>`` (`gnmt_tf.search_signatures`); the runtime calls it
+once per sentence (`gnmt_tf.tflite_runtime.TFLiteRuntime.search`).
 
 Its beam size `K` is fixed when it is exported (the buffers' shapes
 depend on it); the penalties and the output limit are inputs. It keeps

@@ -41,62 +41,63 @@ def ts_tflite(task_space):
     return task_space.tflite
 
 
+def _cli_export(model_dir, out, *flags):
+    """`gnmt-tf export tflite` of `model_dir` into `out` with `flags`;
+    returns `out`."""
+    from gnmt_tf.cli.main import main
+
+    assert main(["export", "tflite", "--model", str(model_dir), "--out",
+                 str(out), *flags]) == 0
+    return out
+
+
+def _float32_translator(export_dir):
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+
+    return TFLiteTranslator(export_dir / "model_float32.tflite")
+
+
 @pytest.fixture(scope="session")
 def ts_fixed_tflite_dir(ts_model_dir, tmp_path_factory):
     """The fixed-shape export: `--fixed-shapes` with a KV cache of
     `CACHE_LENGTH` positions, through the CLI."""
-    from gnmt_tf.cli.main import main
-
-    out = tmp_path_factory.mktemp("ts_fixed_tflite")
-    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
-                 str(out), "--fixed-shapes",
-                 f"--max-target-length={CACHE_LENGTH}"]) == 0
-    return out
+    return _cli_export(ts_model_dir,
+                       tmp_path_factory.mktemp("ts_fixed_tflite"),
+                       "--fixed-shapes",
+                       f"--max-target-length={CACHE_LENGTH}")
 
 
 @pytest.fixture(scope="session")
 def ts_fixed_tflite(ts_fixed_tflite_dir):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-
-    return TFLiteTranslator(ts_fixed_tflite_dir / "model_float32.tflite")
+    return _float32_translator(ts_fixed_tflite_dir)
 
 
 @pytest.fixture(scope="session")
 def ts_search_tflite_dir(ts_model_dir, tmp_path_factory):
     """The default export with beam `SEARCH_BEAM`'s whole search as a
     signature, through the CLI."""
-    from gnmt_tf.cli.main import main
-
-    out = tmp_path_factory.mktemp("ts_search_tflite")
-    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
-                 str(out), f"--search-beam-size={SEARCH_BEAM}"]) == 0
-    return out
+    return _cli_export(ts_model_dir,
+                       tmp_path_factory.mktemp("ts_search_tflite"),
+                       f"--search-beam-size={SEARCH_BEAM}")
 
 
 @pytest.fixture(scope="session")
 def ts_search_tflite(ts_search_tflite_dir):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-
-    return TFLiteTranslator(ts_search_tflite_dir / "model_float32.tflite")
+    return _float32_translator(ts_search_tflite_dir)
 
 
 @pytest.fixture(scope="session")
 def ts_blocked_tflite_dir(ts_model_dir, tmp_path_factory):
     """The export whose cache grows `CACHE_BLOCK` positions at a time,
     through the CLI."""
-    from gnmt_tf.cli.main import main
-
-    out = tmp_path_factory.mktemp("ts_blocked_tflite")
-    assert main(["export", "tflite", "--model", str(ts_model_dir), "--out",
-                 str(out), f"--cache-block={CACHE_BLOCK}"]) == 0
-    return out
+    return _cli_export(ts_model_dir,
+                       tmp_path_factory.mktemp("ts_blocked_tflite"),
+                       f"--cache-block={CACHE_BLOCK}")
 
 
 @pytest.fixture(scope="session")
 def ts_blocked_tflite(ts_blocked_tflite_dir):
-    from gnmt_tf.tflite_translator import TFLiteTranslator
-
-    return TFLiteTranslator(ts_blocked_tflite_dir / "model_float32.tflite")
+    return _float32_translator(ts_blocked_tflite_dir)
 
 
 def _shapes(details):
