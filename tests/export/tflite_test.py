@@ -167,3 +167,40 @@ def test_from_export_dir(tflite_float32, tflite_translator, settings,
         shutil.copyfile(tflite_float32[0], tmp_path / name)
     with pytest.raises(ValueError, match="holds 2 .tflite files"):
         TFLiteTranslator.from_export_dir(tmp_path)
+
+
+def test_search_signature_searches_as_the_host_loop(gnmt, settings, tmp_path,
+                                                    monkeypatch):
+    """GNMT's whole search as a signature (`--search-beam-size`): a
+    sentence translated alone at that beam takes no host step and gets the
+    host loop's translation over the same file, its score to float32
+    rounding (sums of up to twice the source's length of log-probs)."""
+    import numpy as np
+
+    from gnmt_tf.cli.main import main
+    from gnmt_tf.tflite_translator import TFLiteTranslator
+    from reference_decoding import float_tolerance
+
+    assert main(["export", "tflite", "--model", str(gnmt.model_dir),
+                 "--out", str(tmp_path), "--search-beam-size", "3"]) == 0
+    translator = TFLiteTranslator(tmp_path / "model_float32.tflite")
+    assert translator.runtime.search_beam_sizes == (3,)
+    steps = []
+    step = translator.runtime.step
+    monkeypatch.setattr(translator.runtime, "step",
+                        lambda *a, **k: steps.append(1) or step(*a, **k))
+    for penalties in (dict(), dict(length_penalty=0.6, coverage_penalty=0.2)):
+        translator.graph_search = False
+        want = translator.translate_nbest(settings.sentences, beam_size=3,
+                                          batch_size=1, **penalties)
+        looped = len(steps)
+        translator.graph_search = True
+        got = translator.translate_nbest(settings.sentences, beam_size=3,
+                                         batch_size=1, **penalties)
+        assert len(steps) == looped > 0
+        assert [n[0].text for n in got] == [n[0].text for n in want]
+        for sentence, g, w in zip(settings.sentences, got, want):
+            # The output limit: twice the source ids (end token included).
+            limit = 2 * (len(translator.sentencepiece.encode(sentence)) + 1)
+            assert g[0].score == pytest.approx(w[0].score, abs=float_tolerance(
+                np.float32, abs(w[0].score), terms=limit))
