@@ -318,7 +318,7 @@ def build_tflite(model, directory, quantization):
     from gnmt_tf.export.tflite import convert
 
     path = pathlib.Path(directory) / f"model_{quantization}.tflite"
-    path.write_bytes(convert(model, quantization, search_beam_size=BEAM))
+    path.write_bytes(convert(model, quantization, search_beam_sizes=[BEAM]))
     return path
 
 

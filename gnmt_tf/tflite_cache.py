@@ -6,9 +6,9 @@ cached: no TensorFlow import (3-4 s of a one-line run) and no tracing, and
 the translations are the in-process search's up to float rounding. The
 first run converts the export (`gnmt_tf.export.tflite.export_tflite`, the
 default shapes) into the cache for the runs after it. The export carries
-the whole search at the default beam size (`SEARCH_BEAM_SIZE`), so a
-sentence translated alone with the default search takes one interpreter
-call (`gnmt_tf.export.search_signature`).
+the whole search at the default beam size and at the shipped models'
+(`SEARCH_BEAM_SIZES`), so a sentence translated alone at those takes one
+interpreter call (`gnmt_tf.export.search_signature`).
 
 A model directory can also carry its own export (`ship`, as the shipped
 `multi30k-transformer` does in ``tflite_float32/``), gzipped (its weights,
@@ -50,10 +50,13 @@ CHECKPOINT_DIR = "checkpoints"
 SHIPPED_DIR = "tflite_float32"
 SHIPPED_FILE = MODEL_FILE + ".gz"
 SHIPPED_FINGERPRINT = "fingerprint.txt"
-SEARCH_BEAM_SIZE = SearchOptions().beam_size
+# `SearchOptions`' default beam, and the beam the shipped models were
+# scored with (their model cards).
+SEARCH_BEAM_SIZES = tuple(sorted({SearchOptions().beam_size, 4}))
 # What the exports hold besides the weights: part of the fingerprint, so a
 # change here makes new entries instead of reusing old exports.
-EXPORT_FORMAT = f"float32, default shapes, search_beam{SEARCH_BEAM_SIZE}"
+EXPORT_FORMAT = ("float32, default shapes, search beams "
+                 + ",".join(map(str, SEARCH_BEAM_SIZES)))
 
 
 def cache_dir() -> Optional[pathlib.Path]:
@@ -166,7 +169,7 @@ def ship(model_dir) -> pathlib.Path:
     try:
         os.chmod(staging, 0o755)  # package data, not mkdtemp's private 0700
         export_tflite(model_dir, staging, "float32",
-                      search_beam_size=SEARCH_BEAM_SIZE)
+                      search_beam_sizes=SEARCH_BEAM_SIZES)
         with open(staging / MODEL_FILE, "rb") as source, \
                 gzip.open(staging / SHIPPED_FILE, "wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
@@ -199,7 +202,7 @@ def build(model_dir) -> pathlib.Path:
     from gnmt_tf.export.tflite import export_tflite
 
     _write_entry(folder, lambda staging: export_tflite(
-        model_dir, staging, "float32", search_beam_size=SEARCH_BEAM_SIZE))
+        model_dir, staging, "float32", search_beam_sizes=SEARCH_BEAM_SIZES))
     return folder / MODEL_FILE
 
 

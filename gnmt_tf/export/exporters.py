@@ -170,13 +170,13 @@ class TFLiteExporter(Exporter):
                  "a time (a batch-1 int8 step 1.2-1.6x), slower in large "
                  "batches; e.g. 16")
         parser.add_argument(
-            "--search-beam-size", type=positive_int, default=None,
-            metavar="K",
+            "--search-beam-size", type=positive_int, action="append",
+            default=[], metavar="K",
             help="also export one sentence's whole beam search with K beams "
-                 "as a signature: translating one sentence at a time with "
-                 "beam K then takes one interpreter call, not one per output "
-                 "token (faster at batch 1; not with --int8 or "
-                 "--fixed-shapes); e.g. 4")
+                 "as a signature (repeat for several K): translating one "
+                 "sentence at a time with beam K then takes one interpreter "
+                 "call, not one per output token (faster at batch 1; not with "
+                 "--int8 or --fixed-shapes); e.g. 4")
         parser.add_argument(
             "--int8", action="store_true",
             help="int8 weights and activations (model_int8.tflite) from a QAT "
@@ -194,7 +194,7 @@ class TFLiteExporter(Exporter):
                               args.max_source_length, args.max_target_length,
                               args.fixed_shapes,
                               cache_block=args.cache_block,
-                              search_beam_size=args.search_beam_size)
+                              search_beam_sizes=args.search_beam_size)
         for path in paths.values():
             print(f"wrote {path}", file=sys.stderr)
         return 0

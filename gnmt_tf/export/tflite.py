@@ -74,8 +74,8 @@ class StepModule(WeightsModule):
     batches (`benchmarks/tflite_cache_block.py`): for latency, one
     sentence at a time.
 
-    `search_beam_size` adds a third signature, the whole beam search of
-    one sentence with that many beams (`gnmt_tf.export.search_signature`):
+    `search_beam_sizes` adds a signature per beam size K, the whole beam
+    search of one sentence with K beams (`gnmt_tf.export.search_signature`):
     the runtime then translates one sentence at a time in one call.
 
     `fixed_shapes` gives runtimes that cannot resize inputs a
@@ -97,13 +97,13 @@ class StepModule(WeightsModule):
       batched_encode: bool. False keeps `encode` at one sentence.
       log_softmax: callable or None. See `make_step_functions`.
       cache_block: int or None. See above (`make_step_functions`).
-      search_beam_size: int or None. See above.
+      search_beam_sizes: ints. See above.
     """
 
     def __init__(self, model, max_source_length=DEFAULT_MAX_SOURCE_LENGTH,
                  max_target_length=None, fixed_shapes=False,
                  batched_encode=True, log_softmax=None, cache_block=None,
-                 search_beam_size=None):
+                 search_beam_sizes=()):
         super().__init__(model, "steps")
         batch = (None if batched_encode
                  and model.exports_encode_at_any_batch
@@ -119,19 +119,15 @@ class StepModule(WeightsModule):
                           else max_target_length),
             growing_cache=growing, log_softmax=log_softmax,
             cache_block=cache_block)
-        self.search = None
-        self.search_beam_size = search_beam_size
-        if search_beam_size is not None:
-            one_encode, one_specs = task_encode_function(model, batch_size=1)
-            self.search = search_function(model, search_beam_size,
-                                          one_encode, one_specs, log_softmax)
+        one_encode, one_specs = task_encode_function(model, batch_size=1)
+        self.searches = {  # signature name -> a beam size's whole search
+            search_signature_name(k): search_function(
+                model, k, one_encode, one_specs, log_softmax)
+            for k in sorted(set(search_beam_sizes))}
 
     def signatures(self):
-        signatures = {"encode": self.encode, "decode_step": self.decode_step}
-        if self.search is not None:
-            signatures[search_signature_name(self.search_beam_size)] = (
-                self.search)
-        return signatures
+        return {"encode": self.encode, "decode_step": self.decode_step,
+                **self.searches}
 
 
 def log_softmax_through_softmax(logits):
@@ -164,14 +160,14 @@ def check_cache_block(cache_block, fixed_shapes=False,
                          "fixed_shapes or max_target_length")
 
 
-def check_search_beam(search_beam_size, quantization="float32",
-                      fixed_shapes=False):
-    """Raises a ValueError for a `search_beam_size` below 2, or one with
+def check_search_beams(search_beam_sizes, quantization="float32",
+                       fixed_shapes=False):
+    """Raises a ValueError for a search beam size below 2, or any with
     ``int8`` (the QAT graph's search is not converted) or `fixed_shapes`
     (whose runtimes cannot resize the search's inputs either)."""
-    check_search_beam_size(search_beam_size)
-    if search_beam_size is not None and (quantization == "int8"
-                                         or fixed_shapes):
+    for beam_size in search_beam_sizes:
+        check_search_beam_size(beam_size)
+    if search_beam_sizes and (quantization == "int8" or fixed_shapes):
         raise ValueError("a search signature is for float32, float16 and "
                          "dynamic_range exports with the default shapes")
 
@@ -192,9 +188,9 @@ def check_quantization(quantization):
 
 def convert(model, quantization="float32", max_source_length=None,
             max_target_length=None, share_table=True, fixed_shapes=False,
-            attention_products=True, cache_block=None, search_beam_size=None):
+            attention_products=True, cache_block=None, search_beam_sizes=()):
     """Converts a `Seq2SeqModel` to a two-signature TFLite flatbuffer
-    (three with `search_beam_size`).
+    (and one per search beam size).
 
     Args:
       model: the model, weights loaded (for ``int8``, a QAT model).
@@ -210,7 +206,7 @@ def convert(model, quantization="float32", max_source_length=None,
         1.21x faster translation at batch 32 and 1.10x at batch 1 on the
         shipped model, same outputs (`benchmarks/one_query_attention.py`).
       cache_block: int or None. See `StepModule`.
-      search_beam_size: int or None. See `StepModule`.
+      search_beam_sizes: ints. See `StepModule`.
 
     Returns:
       The TFLite model as `bytes`.
@@ -219,11 +215,11 @@ def convert(model, quantization="float32", max_source_length=None,
       ValueError: an unknown `quantization`, bad lengths, a `cache_block`
         that cannot apply (`check_cache_block`, `make_step_functions`),
         ``int8`` for a model without fake quantization, or a bad
-        `search_beam_size` (`check_search_beam`).
+        search beam size (`check_search_beams`).
     """
     check_quantization(quantization)
     check_cache_block(cache_block, fixed_shapes, max_target_length)
-    check_search_beam(search_beam_size, quantization, fixed_shapes)
+    check_search_beams(search_beam_sizes, quantization, fixed_shapes)
     table = None
     if quantization == "int8":
         from gnmt_tf.quantization import qat_layers  # tfmot: int8 only
@@ -247,7 +243,7 @@ def convert(model, quantization="float32", max_source_length=None,
             fixed_shapes=fixed_shapes, batched_encode=quantization != "int8",
             log_softmax=(None if quantization == "int8"
                          else log_softmax_through_softmax),
-            cache_block=cache_block, search_beam_size=search_beam_size)
+            cache_block=cache_block, search_beam_sizes=search_beam_sizes)
         return convert_module(module, quantization, table)
 
 
@@ -300,7 +296,7 @@ def int8_report(model_path):
 def export_tflite(model_dir, out_dir, quantization="float32",
                   max_source_length=None, max_target_length=None,
                   fixed_shapes=False, attention_products=True,
-                  cache_block=None, search_beam_size=None):
+                  cache_block=None, search_beam_sizes=()):
     """Writes a trained model directory's TFLite model, vocabulary and
     `model.json` (any model type).
 
@@ -324,7 +320,7 @@ def export_tflite(model_dir, out_dir, quantization="float32",
       fixed_shapes: bool. See `StepModule`.
       attention_products: bool. See `convert`.
       cache_block: int or None. See `StepModule`.
-      search_beam_size: int or None. See `StepModule`.
+      search_beam_sizes: ints. See `StepModule`.
 
     Returns:
       `{"model": Path of model_<quantization>.tflite, "vocabulary": Path of
@@ -343,14 +339,14 @@ def export_tflite(model_dir, out_dir, quantization="float32",
         model, subwords, payload = model_dir_lib.load_model(model_dir)
     # Before export_lengths, which drops a cache length given with a block.
     check_cache_block(cache_block, fixed_shapes, max_target_length)
-    check_search_beam(search_beam_size, quantization, fixed_shapes)
+    check_search_beams(search_beam_sizes, quantization, fixed_shapes)
     lengths = export_lengths(model, max_source_length, max_target_length,
                              fixed_shapes, cache_block)
     flatbuffer = convert(model, quantization, *lengths,
                          fixed_shapes=fixed_shapes,
                          attention_products=attention_products,
                          cache_block=cache_block,
-                         search_beam_size=search_beam_size)
+                         search_beam_sizes=search_beam_sizes)
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"model": out_dir / f"model_{quantization}.tflite",
@@ -360,6 +356,6 @@ def export_tflite(model_dir, out_dir, quantization="float32",
     copy_file_atomic(subwords.model_path, paths["vocabulary"])
     metadata = export_metadata(model, payload, *lengths, fixed_shapes,
                                cache_block)
-    metadata["search_beam_size"] = search_beam_size
+    metadata["search_beam_sizes"] = sorted(set(search_beam_sizes))
     write_text_atomic(paths["metadata"], json.dumps(metadata, indent=2) + "\n")
     return paths

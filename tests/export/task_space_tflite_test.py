@@ -25,7 +25,8 @@ SEARCHES = list(TASK_SPACE.searches)
 MAX_SEQUENCE_LENGTH = 16  # transformer_tiny
 CACHE_LENGTH = 32  # the fixed-cache export's
 CACHE_BLOCK = 3  # the blocked export's: its outputs need several blocks
-SEARCH_BEAM = 2  # the beam size of the export with a search signature
+SEARCH_BEAM = 2  # a beam size of the export with search signatures
+SEARCH_BEAMS = (SEARCH_BEAM, 3)  # all of them
 
 
 def _score_tolerance(scores):
@@ -74,11 +75,11 @@ def ts_fixed_tflite(ts_fixed_tflite_dir):
 
 @pytest.fixture(scope="session")
 def ts_search_tflite_dir(ts_model_dir, tmp_path_factory):
-    """The default export with beam `SEARCH_BEAM`'s whole search as a
-    signature, through the CLI."""
+    """The default export with the whole searches of `SEARCH_BEAMS` as
+    signatures, through the CLI (the flag repeated)."""
     return _cli_export(ts_model_dir,
                        tmp_path_factory.mktemp("ts_search_tflite"),
-                       f"--search-beam-size={SEARCH_BEAM}")
+                       *[f"--search-beam-size={k}" for k in SEARCH_BEAMS])
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +126,7 @@ def test_files_and_model_json(ts_tflite_dir, ts_model_dir):
     assert meta["growing_cache"] is True
     assert meta["max_target_length"] is None
     assert meta["max_output_length"] == MAX_SEQUENCE_LENGTH
-    assert meta["search_beam_size"] is None
+    assert meta["search_beam_sizes"] == []
 
 
 def test_signatures_growing_cache(ts_tflite):
@@ -548,15 +549,15 @@ def test_target_language_token_baseline(ts_baseline_model_dir, tmp_path):
 
 
 def test_signatures_search(ts_search_tflite, ts_search_tflite_dir):
-    """`--search-beam-size` adds the whole search at that beam size: the
-    encoder's inputs at batch 1 plus the limit and penalties in, the best
-    hypothesis out; `encode` and `decode_step` stay as they were."""
+    """Each `--search-beam-size` adds the whole search at that beam size:
+    the encoder's inputs at batch 1 plus the limit and penalties in, the
+    best hypothesis out; `encode` and `decode_step` stay as they were."""
     meta = json.loads((ts_search_tflite_dir / "model.json").read_text())
-    assert meta["search_beam_size"] == SEARCH_BEAM
+    assert meta["search_beam_sizes"] == list(SEARCH_BEAMS)
     runtime = ts_search_tflite.runtime
-    assert runtime.search_beam_sizes == (SEARCH_BEAM,)
+    assert runtime.search_beam_sizes == SEARCH_BEAMS
     assert set(runtime.interpreter.get_signature_list()) == {
-        "encode", "decode_step", f"search_beam{SEARCH_BEAM}"}
+        "encode", "decode_step"} | {f"search_beam{k}" for k in SEARCH_BEAMS}
     search = runtime.interpreter.get_signature_runner(
         f"search_beam{SEARCH_BEAM}")
     assert _shapes(search.get_input_details()) == {
@@ -596,7 +597,7 @@ def test_search_signature_searches_as_the_host_loop(ts_search_tflite,
     searches = [dict(beam_size=SEARCH_BEAM),
                 dict(beam_size=SEARCH_BEAM, length_penalty=1.0,
                      coverage_penalty=0.2),
-                dict(beam_size=SEARCH_BEAM, length_penalty=0.0)]
+                dict(beam_size=SEARCH_BEAMS[1], length_penalty=0.0)]
     for search in searches:
         translator.graph_search = False
         texts, scores = _tflite_one_at_a_time(translator, search)
@@ -608,7 +609,7 @@ def test_search_signature_searches_as_the_host_loop(ts_search_tflite,
         assert got_scores == pytest.approx(scores,
                                           abs=_score_tolerance(scores))
     assert any(texts) and len(set(texts)) > 1  # not all empty or equal
-    for search in (dict(beam_size=1), dict(beam_size=SEARCH_BEAM + 1),
+    for search in (dict(beam_size=1), dict(beam_size=max(SEARCH_BEAMS) + 1),
                    dict(beam_size=SEARCH_BEAM, num_hypotheses=2),
                    dict(beam_size=SEARCH_BEAM, beam_width=3.0)):
         before = len(calls)
@@ -643,14 +644,14 @@ def test_search_signature_stops_at_the_limit(ts_search_tflite):
             np.asarray([source], np.int32), task, limit, SEARCH_BEAM)
         assert 1 <= len(ids) <= limit and np.isfinite(score)
         assert translator.eos_id not in ids[:-1]
-    with pytest.raises(KeyError, match="no search with beam size 3"):
-        translator.runtime.search(np.asarray([source], np.int32), task, 4, 3)
+    with pytest.raises(KeyError, match="no search with beam size 4"):
+        translator.runtime.search(np.asarray([source], np.int32), task, 4, 4)
 
 
 def test_search_signature_is_refused_where_it_cannot_apply(
         ts_model_dir, tmp_path, capsys):
     from gnmt_tf.cli.main import main
-    from gnmt_tf.export.tflite import check_search_beam
+    from gnmt_tf.export.tflite import check_search_beams
 
     for flags in (["--fixed-shapes"], ["--int8"]):
         assert main(["export", "tflite", "--model", str(ts_model_dir),
@@ -663,9 +664,10 @@ def test_search_signature_is_refused_where_it_cannot_apply(
         (tmp_path / "ts").glob("*.tflite"))
     for bad in (1, 0, 2.5, True):
         with pytest.raises(ValueError, match="search beam size"):
-            check_search_beam(bad)
+            check_search_beams([4, bad])
     with pytest.raises(ValueError, match="float32, float16"):
-        check_search_beam(4, "int8")
+        check_search_beams([4], "int8")
+    check_search_beams([])  # none: any export
     with pytest.raises(SystemExit):
         main(["export", "tflite", "--model", str(ts_model_dir), "--out",
               str(tmp_path / "ts"), "--search-beam-size", "0"])

@@ -196,6 +196,11 @@ def test_a_shipped_export_is_used_only_while_it_matches(ts_model_dir,
     path = tflite_cache.cached(copy)  # unpacked into the cache
     assert path.read_bytes() == gzip.decompress(packed.read_bytes())
     assert (path.parent / "spm.model").is_file()
+    # With the whole searches a sentence translated alone runs in one call.
+    from gnmt_tf.tflite_runtime import TFLiteRuntime
+
+    assert TFLiteRuntime(path).search_beam_sizes == (
+        tflite_cache.SEARCH_BEAM_SIZES) == (4, 5)
     assert tflite_cache.ship(copy) == packed  # replaced whole
     newest = max((copy / "checkpoints").glob("*.data-*"))
     with open(newest, "ab") as f:
