@@ -312,13 +312,17 @@ def bench_ctranslate2(engine, config, batch, args):
     return batch * args.output_length / _time(call, repeats)
 
 
-def build_tflite(model, directory, quantization):
+def build_tflite(model, directory, quantization, whole_search=False):
     """The path of our TFLite export of `model` (`gnmt_tf.export.tflite.convert`,
-    default shapes, with the search signature of beam `BEAM`)."""
+    default shapes; with `whole_search`, also the search signature of beam
+    `BEAM`). The host loop is timed on a file without it, as `export
+    tflite` writes by default."""
     from gnmt_tf.export.tflite import convert
 
-    path = pathlib.Path(directory) / f"model_{quantization}.tflite"
-    path.write_bytes(convert(model, quantization, search_beam_sizes=[BEAM]))
+    suffix = "_search" if whole_search else ""
+    path = pathlib.Path(directory) / f"model_{quantization}{suffix}.tflite"
+    path.write_bytes(convert(model, quantization, search_beam_sizes=(
+        [BEAM] if whole_search else [])))
     return path
 
 
@@ -544,16 +548,19 @@ def main(argv=None):
         def ctranslate2_run(compute_type, batch, workers=1):
             return lambda threads: _child_ctranslate2(
                 args, converted, compute_type, threads, workers, batch)
-        tflite_paths = {}
-        for quantization, name in (("float32", "float32"),
-                                   ("dynamic_range", "int8_weights")):
-            if not {f"tflite_{name}", f"tflite_{name}_search"} & set(wanted):
-                continue
-            try:
-                tflite_paths[name] = build_tflite(model, tmp, quantization)
-            except Exception as e:  # noqa: BLE001  (reported in the JSON)
-                print(f"TFLite {quantization} export failed: {e}",
-                      file=sys.stderr)
+        tflite_paths = {}  # setting name ("tflite_float32_search") -> file
+        for quantization, name in (("float32", "tflite_float32"),
+                                   ("dynamic_range", "tflite_int8_weights")):
+            for setting in (name, f"{name}_search"):
+                if setting not in wanted:
+                    continue
+                try:
+                    tflite_paths[setting] = build_tflite(
+                        model, tmp, quantization,
+                        whole_search=setting.endswith("_search"))
+                except Exception as e:  # noqa: BLE001  (reported in JSON)
+                    print(f"TFLite {quantization} export failed: {e}",
+                          file=sys.stderr)
         caches = {"ours": "default", "graph": "growing",
                   "fixed_cache": "fixed",
                   "xla_search": "xla", "bfloat16": "bfloat16",
@@ -580,22 +587,16 @@ def main(argv=None):
                         continue
                     settings.append((f"{name}_{key}", ctranslate2_run(
                         compute_type, batch)))
-                elif name.endswith("_search"):
-                    path = tflite_paths.get(name[len("tflite_"):
-                                                 -len("_search")])
-                    if path is None or batch != 1:
+                elif name in tflite_paths:
+                    whole = name.endswith("_search")
+                    if whole and batch != 1:
                         continue
                     settings.append((
                         f"ours_{name}_{key}",
-                        lambda threads, path=path: bench_tflite(
-                            path, model, 1, args, threads,
-                            whole_search=True)))
-                elif name[len("tflite_"):] in tflite_paths:
-                    settings.append((
-                        f"ours_{name}_{key}",
-                        lambda threads, b=batch, path=tflite_paths[
-                            name[len("tflite_"):]]: bench_tflite(
-                                path, model, b, args, threads)))
+                        lambda threads, b=batch, path=tflite_paths[name],
+                        whole=whole: bench_tflite(
+                            path, model, b, args, threads,
+                            whole_search=whole)))
         # Rounds take turns, every other one in reverse order, so that no
         # setting always runs first or last as the machine's load drifts.
         for turn in range(args.rounds):
@@ -685,9 +686,10 @@ def main(argv=None):
                        f"{TWO_WORKERS}): the batch split between parallel "
                        "workers",
         "tflite_shapes": "default: any source length, growing KV cache",
-        "tflite_search": "ours_tflite_*_search: the same file's "
+        "tflite_search": "ours_tflite_*_search: an export with the "
                          f"search_beam{BEAM} signature, one call per "
-                         "sentence (batch 1 only)",
+                         "sentence (batch 1 only); the host loop's export "
+                         "has no search signature",
         "machine": platform.processor() or platform.machine(),
         "weights": "random (seed 0), identical in both engines",
         "note": "other_cpu_share_per_round: the CPU share other processes "
