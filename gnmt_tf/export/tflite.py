@@ -119,11 +119,13 @@ class StepModule(WeightsModule):
                           else max_target_length),
             growing_cache=growing, log_softmax=log_softmax,
             cache_block=cache_block)
-        one_encode, one_specs = task_encode_function(model, batch_size=1)
-        self.searches = {  # signature name -> a beam size's whole search
-            search_signature_name(k): search_function(
-                model, k, one_encode, one_specs, log_softmax)
-            for k in sorted(set(search_beam_sizes))}
+        self.searches = {}  # signature name -> a beam size's whole search
+        if search_beam_sizes:  # (the batch-1 encoder only where needed)
+            one_encode, one_specs = task_encode_function(model, batch_size=1)
+            self.searches = {
+                search_signature_name(k): search_function(
+                    model, k, one_encode, one_specs, log_softmax)
+                for k in sorted(set(search_beam_sizes))}
 
     def signatures(self):
         return {"encode": self.encode, "decode_step": self.decode_step,
