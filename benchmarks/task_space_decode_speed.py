@@ -123,6 +123,7 @@ SETTINGS = ("ours", "graph", "fixed_cache", "xla_search", "bfloat16",
             "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
             "tflite_float32_search", "tflite_int8_weights_search",
+            "tflite_float32_workers", "tflite_int8_weights_workers",
             "nocache", "ctranslate2_two_workers",
             "ctranslate2_int8_two_workers")
 # CTranslate2 settings that split a batch between this many workers of one
@@ -326,14 +327,20 @@ def build_tflite(model, directory, quantization, whole_search=False):
     return path
 
 
-def bench_tflite(path, model, batch, args, threads, whole_search=False):
+def bench_tflite(path, model, batch, args, threads, whole_search=False,
+                 workers=False):
     """Target tokens/s of the host search over a TFLite export (with
-    `whole_search`, of its search signature, a sentence at a time)."""
+    `whole_search`, of its search signature, a sentence at a time; with
+    `workers`, the batch split between `threads` interpreters of one
+    thread each, `gnmt_tf.host_workers`, as `HostTranslator` does)."""
     from gnmt_tf.decoding.host_beam_search import beam_search_batch
     from gnmt_tf.host_translator import encode_sources
+    from gnmt_tf.host_workers import RuntimeWorkers
     from gnmt_tf.tflite_runtime import TFLiteRuntime
 
-    runtime = TFLiteRuntime(path, threads)
+    runtime = TFLiteRuntime(path, 1 if workers else threads)
+    pool = (RuntimeWorkers(lambda: TFLiteRuntime(path, 1), threads)
+            if workers else None)
     source, src_lang, tgt_lang, tags = (
         t.numpy() for t in _inputs(model.config, batch, args.source_length,
                                    seed=batch))
@@ -342,17 +349,22 @@ def bench_tflite(path, model, batch, args, threads, whole_search=False):
     task = {name: value for name, value in task.items()
             if name in runtime.encode_inputs}
 
+    def host_loop(runtime, rows):
+        state = encode_sources(runtime, rows, task)
+        return beam_search_batch(
+            runtime.step, state, [args.source_length] * len(rows),
+            model.config.bos_id, NO_END_ID, args.output_length,
+            beam_size=BEAM, length_penalty=0.0,
+            step_gathers=runtime.step_gathers)
+
     def call():
         if whole_search:
             return [[runtime.search(row[None], task, args.output_length,
                                     BEAM, length_penalty=0.0)]
                     for row in source]
-        state = encode_sources(runtime, source, task)
-        return beam_search_batch(
-            runtime.step, state, [args.source_length] * batch,
-            model.config.bos_id, NO_END_ID, args.output_length,
-            beam_size=BEAM, length_penalty=0.0,
-            step_gathers=runtime.step_gathers)
+        if pool is not None:
+            return pool.map(host_loop, list(source))
+        return host_loop(runtime, source)
 
     lengths = {len(pairs[0][0]) for pairs in call()}
     assert lengths == {args.output_length}, lengths
@@ -360,7 +372,8 @@ def bench_tflite(path, model, batch, args, threads, whole_search=False):
     return batch * args.output_length / _time(call, repeats)
 
 
-# (our setting, CTranslate2's one-worker setting, its two-worker one).
+# (our setting, CTranslate2's one-worker setting, its two-worker one): the
+# ratios the results give and the rows of their side-by-side table.
 SIDE_BY_SIDE = (("ours", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_xla_search", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_tflite_float32", "ctranslate2",
@@ -370,6 +383,10 @@ SIDE_BY_SIDE = (("ours", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_tflite_float32_search", "ctranslate2",
                  "ctranslate2_two_workers"),
                 ("ours_tflite_int8_weights_search", "ctranslate2_int8",
+                 "ctranslate2_int8_two_workers"),
+                ("ours_tflite_float32_workers", "ctranslate2",
+                 "ctranslate2_two_workers"),
+                ("ours_tflite_int8_weights_workers", "ctranslate2_int8",
                  "ctranslate2_int8_two_workers"))
 
 
@@ -551,10 +568,14 @@ def main(argv=None):
         tflite_paths = {}  # setting name ("tflite_float32_search") -> file
         for quantization, name in (("float32", "tflite_float32"),
                                    ("dynamic_range", "tflite_int8_weights")):
-            for setting in (name, f"{name}_search"):
+            for setting in (name, f"{name}_search", f"{name}_workers"):
                 if setting not in wanted:
                     continue
                 try:
+                    if setting.endswith("_workers") and name in tflite_paths:
+                        # The host loop's file.
+                        tflite_paths[setting] = tflite_paths[name]
+                        continue
                     tflite_paths[setting] = build_tflite(
                         model, tmp, quantization,
                         whole_search=setting.endswith("_search"))
@@ -589,14 +610,18 @@ def main(argv=None):
                         compute_type, batch)))
                 elif name in tflite_paths:
                     whole = name.endswith("_search")
-                    if whole and batch != 1:
+                    workers = name.endswith("_workers")
+                    if ((whole and batch != 1)
+                            or (workers and (batch < TWO_WORKERS
+                                             or TWO_WORKERS not in counts))):
                         continue
                     settings.append((
                         f"ours_{name}_{key}",
                         lambda threads, b=batch, path=tflite_paths[name],
-                        whole=whole: bench_tflite(
+                        whole=whole, workers=workers: bench_tflite(
                             path, model, b, args, threads,
-                            whole_search=whole)))
+                            whole_search=whole, workers=workers))
+                        + (([TWO_WORKERS],) if workers else ()))
         # Rounds take turns, every other one in reverse order, so that no
         # setting always runs first or last as the machine's load drifts.
         for turn in range(args.rounds):
@@ -620,26 +645,11 @@ def main(argv=None):
             results[f"growing_over_fixed_cache_{key}"] = round(
                 results[f"ours_graph_{key}"]
                 / results[f"ours_fixed_cache_{key}"], 3)
-        for ours_key, ct2_key in ((f"ours_{key}", f"ctranslate2_{key}"),
-                                  (f"ours_graph_{key}", f"ctranslate2_{key}"),
-                                  (f"ours_xla_search_{key}",
-                                   f"ctranslate2_{key}"),
-                                  (f"ours_bfloat16_{key}",
-                                   f"ctranslate2_{key}"),
-                                  (f"ours_tflite_float32_{key}",
-                                   f"ctranslate2_{key}"),
-                                  (f"ours_tflite_int8_weights_{key}",
-                                   f"ctranslate2_int8_{key}"),
-                                  (f"ours_tflite_float32_search_{key}",
-                                   f"ctranslate2_{key}"),
-                                  (f"ours_tflite_int8_weights_search_{key}",
-                                   f"ctranslate2_int8_{key}"),
-                                  (f"ours_{key}",
-                                   f"ctranslate2_two_workers_{key}"),
-                                  (f"ours_tflite_float32_{key}",
-                                   f"ctranslate2_two_workers_{key}"),
-                                  (f"ours_tflite_int8_weights_{key}",
-                                   f"ctranslate2_int8_two_workers_{key}")):
+        pairs = [(f"{ours}_{key}", f"{ct2}_{key}")
+                 for ours, one, two in SIDE_BY_SIDE for ct2 in (one, two)]
+        pairs += [(f"ours_{name}_{key}", f"ctranslate2_{key}")
+                  for name in ("graph", "bfloat16")]
+        for ours_key, ct2_key in pairs:
             if results.get(ours_key) and results.get(ct2_key):
                 ratio = f"{ours_key}_over_{ct2_key}"
                 results[ratio] = round(results[ours_key]
@@ -686,6 +696,11 @@ def main(argv=None):
                        f"{TWO_WORKERS}): the batch split between parallel "
                        "workers",
         "tflite_shapes": "default: any source length, growing KV cache",
+        "tflite_workers": f"ours_tflite_*_workers: {TWO_WORKERS} "
+                          "interpreters of one thread each, each searching "
+                          "every other sentence of the batch in its own "
+                          "thread (gnmt_tf.host_workers, as HostTranslator "
+                          "splits a batch by default)",
         "tflite_search": "ours_tflite_*_search: an export with the "
                          f"search_beam{BEAM} signature, one call per "
                          "sentence (batch 1 only); the host loop's export "

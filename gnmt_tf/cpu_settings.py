@@ -23,6 +23,12 @@ machine, one fresh process per setting) found:
   gives the cores this process may use, up to `MAX_TFLITE_THREADS` (more
   were not measured).
 
+- **TFLite at batch 32: one single-threaded interpreter per core**, each
+  searching its share of the batch side by side (`tflite_workers()`,
+  `gnmt_tf.host_workers`), beat one interpreter of two threads for the
+  float32 and the int8 export (`benchmarks/task_space_decode_speed.py`,
+  keys ``ours_tflite_*_workers``).
+
 `apply(batch_size)` sets the intra-op pool for a process that translates
 with one batch size (the `gnmt-tf translate` CLI); it must run before
 TensorFlow runs its first op.
@@ -60,6 +66,13 @@ def tflite_threads(threads: Optional[int] = None) -> int:
     except AttributeError:  # not Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, MAX_TFLITE_THREADS))
+
+
+def tflite_workers(threads: Optional[int] = None) -> int:
+    """Single-threaded interpreters a TFLite translator splits a batch
+    between (`gnmt_tf.host_workers`): 1 (none) when `threads` is given,
+    else one per core, as `tflite_threads()` counts them."""
+    return 1 if threads is not None else tflite_threads()
 
 
 def apply(batch_size: int, threads: Optional[int] = None) -> Optional[int]:

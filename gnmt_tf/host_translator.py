@@ -39,7 +39,9 @@ import pathlib
 
 import numpy as np
 
+from gnmt_tf import cpu_settings
 from gnmt_tf.decoding.host_beam_search import beam_search_batch
+from gnmt_tf.host_workers import RuntimeWorkers
 from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 from gnmt_tf.translation import (Hypothesis, SearchOptions,  # noqa: F401
                                  split_search_arguments)
@@ -91,6 +93,26 @@ def encode_sources(runtime, sources, task):
                        task) for group in by_length.values()])
     order = np.argsort([i for group in by_length.values() for i in group])
     return {name: value[order] for name, value in state.items()}
+
+
+def tflite_worker_pool(path, num_threads=None, workers=None):
+    """The `RuntimeWorkers` of single-threaded interpreters of the `.tflite`
+    file `path` that a translator splits batches between, or None for
+    none: `workers` of them (None: `cpu_settings.tflite_workers`; 1:
+    none).
+
+    Raises:
+      ValueError: `workers` < 1.
+    """
+    count = (cpu_settings.tflite_workers(num_threads) if workers is None
+             else int(workers))
+    if count < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    if count == 1:
+        return None
+    from gnmt_tf.tflite_runtime import TFLiteRuntime
+
+    return RuntimeWorkers(lambda: TFLiteRuntime(path, 1), count)
 
 
 def _read_metadata(path):
@@ -170,6 +192,9 @@ class HostTranslator:
         runtime's whole-search signature where the export has one for the
         beam size (`search_batch`); True by default, False runs every
         search in the host loop.
+      workers: a `gnmt_tf.host_workers.RuntimeWorkers` or None. Where
+        given, a batch of at least `workers.count` sentences is split
+        between its single-threaded runtimes (`search_batch`).
 
     Raises:
       FileNotFoundError: no SentencePiece model.
@@ -177,8 +202,10 @@ class HostTranslator:
         not describe; an unreadable ``model.json`` or SentencePiece model.
     """
 
-    def __init__(self, runtime, vocabulary_path=None, metadata_path=None):
+    def __init__(self, runtime, vocabulary_path=None, metadata_path=None,
+                 workers=None):
         self.runtime = runtime
+        self.workers = workers
         directory = (runtime.path if runtime.path.is_dir()
                      else runtime.path.parent)
         metadata_path = pathlib.Path(metadata_path
@@ -217,15 +244,26 @@ class HostTranslator:
 
     @classmethod
     def from_tflite(cls, model_path, vocabulary_path=None, num_threads=None,
-                    metadata_path=None):
+                    metadata_path=None, workers=None):
         """A translator for a `.tflite` file (or a shipped model's name: its
         int8 export, `gnmt_tf.pretrained.locate_tflite`); its ``spm.model``
-        and ``model.json`` are read from next to it unless given."""
+        and ``model.json`` are read from next to it unless given.
+
+        `workers`: single-threaded interpreters that batches are split
+        between (`gnmt_tf.host_workers`); None: one per core
+        (`cpu_settings.tflite_workers`) unless `num_threads` is given;
+        1: none, every batch on the one interpreter of `num_threads`.
+
+        Raises:
+          ValueError: `workers` < 1.
+        """
         from gnmt_tf.pretrained import locate_tflite
         from gnmt_tf.tflite_runtime import TFLiteRuntime
 
-        return cls(TFLiteRuntime(locate_tflite(model_path), num_threads),
-                   vocabulary_path, metadata_path)
+        path = locate_tflite(model_path)
+        return cls(TFLiteRuntime(path, num_threads), vocabulary_path,
+                   metadata_path,
+                   workers=tflite_worker_pool(path, num_threads, workers))
 
     @classmethod
     def from_onnx(cls, export_dir, vocabulary_path=None, num_threads=None,
@@ -274,7 +312,9 @@ class HostTranslator:
         hypothesis, a beam size in the runtime's `search_beam_sizes`, no
         pruning) runs in one runtime call
         (`gnmt_tf.export.search_signature`: the same search, up to float
-        rounding), unless `graph_search` is False.
+        rounding), unless `graph_search` is False. A batch of at least
+        `workers.count` sentences is split between the `workers` (the same
+        search per sentence, up to float rounding).
 
         Args:
           sources: list of lists of int, each ending with the end token.
@@ -309,23 +349,38 @@ class HostTranslator:
             * np.asarray(lengths, np.float32)).astype(np.int64), 1)
         if self.max_output_length is not None:
             max_lengths = np.minimum(max_lengths, self.max_output_length)
+        options = dict(beam_size=beam_size, length_penalty=length_penalty,
+                       coverage_penalty=coverage_penalty,
+                       num_hypotheses=num_hypotheses, beam_width=beam_width,
+                       task=task or {})
+        if self.workers is not None and len(sources) >= self.workers.count:
+            return self.workers.map(
+                lambda runtime, part: self._search_on(
+                    runtime, [source for source, _ in part],
+                    np.asarray([limit for _, limit in part]), **options),
+                list(zip(sources, max_lengths)))
+        return self._search_on(self.runtime, sources, max_lengths, **options)
+
+    def _search_on(self, runtime, sources, max_lengths, beam_size,
+                   length_penalty, coverage_penalty, num_hypotheses,
+                   beam_width, task):
+        """`search_batch`'s search of checked `sources`, on `runtime`."""
         if (self.graph_search and len(sources) == 1 and num_hypotheses == 1
                 and beam_width is None
-                and beam_size in getattr(self.runtime, "search_beam_sizes",
-                                         ())):
-            ids, score = self.runtime.search(
-                np.asarray(sources, np.int32), task or {}, max_lengths[0],
+                and beam_size in getattr(runtime, "search_beam_sizes", ())):
+            ids, score = runtime.search(
+                np.asarray(sources, np.int32), task, max_lengths[0],
                 beam_size, length_penalty, coverage_penalty)
             if ids and ids[-1] == self.eos_id:
                 ids.pop()
             return [[(ids, score)]]
-        state = encode_sources(self.runtime, sources, task or {})
+        state = encode_sources(runtime, sources, task)
         return beam_search_batch(
-            self.runtime.step, state, lengths, self.bos_id, self.eos_id,
-            max_lengths, beam_size=beam_size, length_penalty=length_penalty,
-            coverage_penalty=coverage_penalty, num_hypotheses=num_hypotheses,
-            beam_width=beam_width,
-            step_gathers=getattr(self.runtime, "step_gathers", False))
+            runtime.step, state, [len(source) for source in sources],
+            self.bos_id, self.eos_id, max_lengths, beam_size=beam_size,
+            length_penalty=length_penalty, coverage_penalty=coverage_penalty,
+            num_hypotheses=num_hypotheses, beam_width=beam_width,
+            step_gathers=getattr(runtime, "step_gathers", False))
 
     def state_bytes(self, task=None):
         """Bytes of one sentence's decoding state (one hypothesis), read

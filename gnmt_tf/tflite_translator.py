@@ -9,7 +9,8 @@ file `gnmt_tf.export.tflite.export_tflite` writes (its ``spm.model`` and
 
 import pathlib
 
-from gnmt_tf.host_translator import HostTranslator, Hypothesis
+from gnmt_tf.host_translator import (HostTranslator, Hypothesis,
+                                     tflite_worker_pool)
 from gnmt_tf.pretrained import locate_tflite
 from gnmt_tf.tflite_runtime import TFLiteRuntime, interpreter_class
 
@@ -31,6 +32,8 @@ class TFLiteTranslator(HostTranslator):
       vocabulary_path: str or Path or None. Its SentencePiece model (default:
         ``spm.model`` next to it).
       num_threads: int or None. Interpreter threads.
+      workers: int or None. Single-threaded interpreters batches are split
+        between (`gnmt_tf.host_translator.tflite_worker_pool`).
       metadata_path: str or Path or None. Its ``model.json`` (default: next
         to it; without one, a model without task inputs is assumed).
 
@@ -44,9 +47,11 @@ class TFLiteTranslator(HostTranslator):
     """
 
     def __init__(self, model_path, vocabulary_path=None, num_threads=None,
-                 metadata_path=None):
+                 metadata_path=None, workers=None):
         super().__init__(TFLiteRuntime(model_path, num_threads),
-                         vocabulary_path, metadata_path)
+                         vocabulary_path, metadata_path,
+                         workers=tflite_worker_pool(model_path, num_threads,
+                                                    workers))
 
     @property
     def interpreter(self):

@@ -76,3 +76,24 @@ def test_the_whole_search_is_timed_at_batch_1_only(tmp_path):
         results["ours_tflite_float32_search_beam4_batch1"]
         / results["ctranslate2_beam4_batch1"], 3)
     assert "tflite_float32_search batch 1" in results["side_by_side"]
+
+
+def test_the_workers_split_batches_of_two_or_more(tmp_path):
+    """The host loop split between two single-threaded interpreters is timed
+    at batch 2 and up, at two threads, against CTranslate2 with one and with
+    two workers; at batch 1 there is nothing to split."""
+    out = tmp_path / "speed.json"
+    argv = ["--preset", "transformer_tiny", "--only",
+            "ctranslate2,ctranslate2_two_workers,tflite_float32_workers",
+            "--batch-sizes", "2,1", "--thread-counts", "1,2", "--repeats",
+            "1", "--source-length", "6", "--output-length", "4", "--output",
+            str(out)]
+    results = _run_script(argv, out)
+    key = "ours_tflite_float32_workers_beam4_batch2"
+    assert results[key] > 0
+    assert results["settings"]["best_threads"][key] == 2
+    assert "ours_tflite_float32_workers_beam4_batch1" not in results
+    for ct2 in ("ctranslate2", "ctranslate2_two_workers"):
+        assert results[f"{key}_over_{ct2}_beam4_batch2"] == round(
+            results[key] / results[f"{ct2}_beam4_batch2"], 3)
+    assert "tflite_float32_workers batch 2" in results["side_by_side"]

@@ -76,6 +76,13 @@ def register(subparsers):
              "see gnmt_tf.cpu_settings; with --tflite: every core, up "
              "to 4; with --onnx: the runtime's choice)")
     parser.add_argument(
+        "--workers", type=positive_int, default=None, metavar="N",
+        help="TFLite's host search (--tflite, or --model's cached export): "
+             "split each batch between N single-threaded interpreters "
+             "running side by side (default: one per core, up to 4, "
+             "unless --threads is given; 1: one interpreter of --threads "
+             "threads)")
+    parser.add_argument(
         "--precision", choices=PRECISIONS,
         default="float32",
         help="with one --model (a Transformer): compute in bfloat16, "
@@ -301,6 +308,10 @@ def _model_or_cached_export_job(args):
 
 def _check_flag_combinations(args):
     """Raises for flags that exclude each other, before any work."""
+    if getattr(args, "workers", None) is not None and (
+            args.server or getattr(args, "onnx", None)):
+        raise ValueError("--workers needs --tflite or --model (TFLite's "
+                         "host search)")
     if getattr(args, "precision", "float32") != "float32" and (
             not getattr(args, "model", None) or args.server
             or document_mode(args)):

@@ -308,7 +308,9 @@ def host_job(args, flag, path=None):
     threads = getattr(args, "threads", None)
     translator = (HostTranslator.from_onnx(path, num_threads=threads)
                   if flag == "onnx"
-                  else HostTranslator.from_tflite(path, num_threads=threads))
+                  else HostTranslator.from_tflite(
+                      path, num_threads=threads,
+                      workers=getattr(args, "workers", None)))
     task = task_flags.task_arguments(args, translator, path)
     translator.task_arrays(**task)  # a bad task fails before reading input
     return Job(

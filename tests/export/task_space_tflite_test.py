@@ -52,10 +52,13 @@ def _cli_export(model_dir, out, *flags):
     return out
 
 
-def _float32_translator(export_dir):
+def _float32_translator(export_dir, workers=1):
+    """The export's float32 translator; by default with one interpreter
+    only, so that tests can count its calls."""
     from gnmt_tf.tflite_translator import TFLiteTranslator
 
-    return TFLiteTranslator(export_dir / "model_float32.tflite")
+    return TFLiteTranslator(export_dir / "model_float32.tflite",
+                            workers=workers)
 
 
 @pytest.fixture(scope="session")
@@ -169,12 +172,13 @@ def test_signatures_growing_cache(ts_tflite):
     assert ts_tflite.max_output_length == MAX_SEQUENCE_LENGTH
 
 
-def test_encode_takes_sentences_of_one_length_together(ts_tflite):
+def test_encode_takes_sentences_of_one_length_together(ts_tflite_dir):
     """One `encode` call for three sentences gives each the state it gets
     alone (up to float rounding), and the host search encodes a batch per
     source length and keeps the sentences' order."""
     import numpy as np
 
+    ts_tflite = _float32_translator(ts_tflite_dir)  # one interpreter
     runtime = ts_tflite.runtime
     task = ts_tflite.task_arrays(src_lang="en", tgt_lang="fr")[1]
     eos = ts_tflite.eos_id
@@ -506,7 +510,17 @@ def test_translate_cli(ts_tflite, ts_tflite_dir, tmp_path, capsys):
                  "--tgt-lang", "fr", "--beam-size", "2", "-i", str(source),
                  "-o", str(output)]) == 0
     assert output.read_text(encoding="utf-8").splitlines() == expected
+    for workers in ("1", "2"):  # one interpreter, or the batch split
+        assert main(["translate", "--tflite", model, "--src-lang", "en",
+                     "--tgt-lang", "fr", "--beam-size", "2", "--workers",
+                     workers, "-i", str(source), "-o", str(output)]) == 0
+        assert output.read_text(encoding="utf-8").splitlines() == expected
     capsys.readouterr()
+    assert main(["translate", "--onnx", str(tmp_path), "--workers", "2",
+                 "--src-lang", "en", "--tgt-lang", "fr", "-i",
+                 str(source)]) == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "--workers needs --tflite or --model (TFLite's host search)")
     assert main(["translate", "--tflite", model, "--src-lang", "en",
                  "-i", str(source)]) == 2
     assert "--tgt-lang required" in capsys.readouterr().err
@@ -671,3 +685,26 @@ def test_search_signature_is_refused_where_it_cannot_apply(
     with pytest.raises(SystemExit):
         main(["export", "tflite", "--model", str(ts_model_dir), "--out",
               str(tmp_path / "ts"), "--search-beam-size", "0"])
+
+
+def test_workers_translate_as_one_interpreter(ts_tflite_dir, monkeypatch):
+    """Batches split between two single-threaded interpreters get the texts
+    of the whole batch on one interpreter (n-best lists too), scores to
+    float32 rounding; the translator's own interpreter takes no step."""
+    one = _float32_translator(ts_tflite_dir)
+    two = _float32_translator(ts_tflite_dir, workers=2)
+    assert one.workers is None and two.workers.count == 2
+    calls = _count_steps(two.runtime, monkeypatch)
+    assert all(len(sentences) >= 2 for *_, sentences in DIRECTIONS)
+    for search in (dict(beam_size=2), dict(beam_size=3, num_hypotheses=2)):
+        for src, tgt, tags, sentences in DIRECTIONS:
+            task = dict(src_lang=src, tgt_lang=tgt, tags=tags)
+            want = one.translate_nbest(sentences, **search, **task)
+            got = two.translate_nbest(sentences, **search, **task)
+            assert [[h.text for h in hyps] for hyps in got] == [
+                [h.text for h in hyps] for hyps in want]
+            scores = [h.score for hyps in want for h in hyps]
+            assert [h.score for hyps in got for h in hyps] == pytest.approx(
+                scores, abs=_score_tolerance(scores))
+    assert not calls
+    two.workers.close()
