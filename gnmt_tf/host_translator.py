@@ -355,10 +355,10 @@ class HostTranslator:
                        task=task or {})
         if self.workers is not None and len(sources) >= self.workers.count:
             return self.workers.map(
-                lambda runtime, part: self._search_on(
-                    runtime, [source for source, _ in part],
-                    np.asarray([limit for _, limit in part]), **options),
-                list(zip(sources, max_lengths)))
+                lambda runtime, rows: self._search_on(
+                    runtime, [sources[i] for i in rows], max_lengths[rows],
+                    **options),
+                list(range(len(sources))))
         return self._search_on(self.runtime, sources, max_lengths, **options)
 
     def _search_on(self, runtime, sources, max_lengths, beam_size,
