@@ -4,11 +4,20 @@ Target tokens per second of `transformer_small` (random weights) with beam 4
 at batch 32 and batch 1, decoding a fixed number of tokens per sentence (no
 end token can be produced, no early stopping), three ways:
 
-- ours (the default engine, `gnmt_tf.search_engine`): the search compiled
-  whole with XLA as `Translator` runs it by default: the source padded up
-  to a multiple of `XLA_WIDTH_MULTIPLE` and a fixed-size KV cache for
-  `max_length_ratio` (2) times that width, of which the fixed output
-  length is used; its warm-up call compiles, and is not timed;
+- ours (the default engine, `gnmt_tf.search_engine`, for a model that
+  carries its float32 TFLite export, as the shipped ones do): what
+  `Translator.from_model_dir` and `gnmt-tf translate --model` run, the
+  export (with its search signatures, as shipped) through the host
+  search at the default settings (`gnmt_tf.cpu_settings`; no best-of
+  thread counts): at batch 1 one call of the whole search on an
+  interpreter of `tflite_threads()` threads, at larger batches the batch
+  split between `tflite_workers()` single-threaded interpreters;
+- ours, XLA default (``xla_default``; the default engine for a model
+  without an export): the search compiled whole with XLA as `Translator`
+  runs it then: the source padded up to a multiple of
+  `XLA_WIDTH_MULTIPLE` and a fixed-size KV cache for `max_length_ratio`
+  (2) times that width, of which the fixed output length is used; its
+  warm-up call compiles, and is not timed;
 - ours, graph: `gnmt_tf.decoding.beam_search` in one `tf.function`,
   driving `TaskSpaceTransformer.step` with its KV cache, growing by a
   position a step (the default before, and `--engine graph` now);
@@ -104,6 +113,7 @@ from gnmt_tf.decoding.beam_search import beam_search  # noqa: E402
 from gnmt_tf.decoding.segmented_loop import segment_lengths  # noqa: E402
 from gnmt_tf.translator import (XLA_WIDTH_MULTIPLE, SearchOptions,  # noqa: E402
                                 pad_width)
+from gnmt_tf import cpu_settings  # noqa: E402
 from gnmt_tf.flags.arg_types import number, positive_int  # noqa: E402
 from gnmt_tf.io_utils import write_text_atomic  # noqa: E402
 from results_file import with_earlier  # noqa: E402  (this script's folder)
@@ -119,7 +129,7 @@ TASK = ("en", "de", ("caption",))
 NO_END_ID = -1  # never produced: every hypothesis runs to the fixed length
 DEFAULT_OPTIONS = SearchOptions()  # its max_length_ratio sizes the buffers
 # What `--only` can select, in the order they run within a round.
-SETTINGS = ("ours", "graph", "fixed_cache", "xla_search", "bfloat16",
+SETTINGS = ("ours", "xla_default", "graph", "fixed_cache", "xla_search", "bfloat16",
             "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
             "tflite_float32_search", "tflite_int8_weights_search",
@@ -375,6 +385,7 @@ def bench_tflite(path, model, batch, args, threads, whole_search=False,
 # (our setting, CTranslate2's one-worker setting, its two-worker one): the
 # ratios the results give and the rows of their side-by-side table.
 SIDE_BY_SIDE = (("ours", "ctranslate2", "ctranslate2_two_workers"),
+                ("ours_xla_default", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_xla_search", "ctranslate2", "ctranslate2_two_workers"),
                 ("ours_tflite_float32", "ctranslate2",
                  "ctranslate2_two_workers"),
@@ -562,13 +573,28 @@ def main(argv=None):
             converted, engine_name = convert_ctranslate2(model, tmp / "m")
             engine_names = {"default": engine_name, "int8": engine_name}
 
+        def default_path(path, batch):
+            """`(measure, [its one thread count])`: the host search as
+            `HostTranslator.from_tflite(path)` runs a batch by default."""
+            workers = cpu_settings.tflite_workers()
+            if batch == 1 or workers == 1:
+                return (lambda threads: bench_tflite(
+                    path, model, batch, args, threads,
+                    whole_search=batch == 1),
+                        [cpu_settings.tflite_threads()])
+            return (lambda threads: bench_tflite(
+                path, model, batch, args, threads, workers=True),
+                    [workers])
+
         def ctranslate2_run(compute_type, batch, workers=1):
             return lambda threads: _child_ctranslate2(
                 args, converted, compute_type, threads, workers, batch)
         tflite_paths = {}  # setting name ("tflite_float32_search") -> file
         for quantization, name in (("float32", "tflite_float32"),
                                    ("dynamic_range", "tflite_int8_weights")):
-            for setting in (name, f"{name}_search", f"{name}_workers"):
+            # "ours" runs the float32 export as shipped: with the search.
+            for setting in (name, f"{name}_search", f"{name}_workers") + (
+                    ("ours",) if quantization == "float32" else ()):
                 if setting not in wanted:
                     continue
                 try:
@@ -576,13 +602,15 @@ def main(argv=None):
                         # The host loop's file.
                         tflite_paths[setting] = tflite_paths[name]
                         continue
-                    tflite_paths[setting] = build_tflite(
-                        model, tmp, quantization,
-                        whole_search=setting.endswith("_search"))
+                    whole = setting.endswith("_search") or setting == "ours"
+                    reuse = f"{name}_search" if whole else name
+                    tflite_paths[setting] = tflite_paths.get(
+                        reuse) or build_tflite(model, tmp, quantization,
+                                               whole_search=whole)
                 except Exception as e:  # noqa: BLE001  (reported in JSON)
                     print(f"TFLite {quantization} export failed: {e}",
                           file=sys.stderr)
-        caches = {"ours": "default", "graph": "growing",
+        caches = {"xla_default": "default", "graph": "growing",
                   "fixed_cache": "fixed",
                   "xla_search": "xla", "bfloat16": "bfloat16",
                   "nocache": "none"}
@@ -590,7 +618,11 @@ def main(argv=None):
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             key = f"beam{BEAM}_batch{batch}"
             for name in wanted:
-                if name in caches:
+                if name == "ours":
+                    if name in tflite_paths:
+                        settings.append((f"ours_{key}",) + default_path(
+                            tflite_paths[name], batch))
+                elif name in caches:
                     settings.append((
                         f"ours_{key}" if name == "ours" else
                         f"ours_{name}_{key}", ours(batch, caches[name])))
@@ -701,6 +733,15 @@ def main(argv=None):
                           "every other sentence of the batch in its own "
                           "thread (gnmt_tf.host_workers, as HostTranslator "
                           "splits a batch by default)",
+        "ours": "the default path of a model carrying its float32 TFLite "
+                "export (the shipped models): the export with its search "
+                "signature, at batch 1 its whole search on "
+                f"{cpu_settings.tflite_threads()} interpreter thread(s), at "
+                f"larger batches split between "
+                f"{cpu_settings.tflite_workers()} single-threaded "
+                "interpreters (HostTranslator's defaults, no best-of)",
+        "xla_default": "ours_xla_default_*: Translator's XLA-compiled "
+                       "search, the default for a model without an export",
         "tflite_search": "ours_tflite_*_search: an export with the "
                          f"search_beam{BEAM} signature, one call per "
                          "sentence (batch 1 only); the host loop's export "

@@ -10,7 +10,7 @@ the whole search at the default beam size and at the shipped models'
 (`SEARCH_BEAM_SIZES`), so a sentence translated alone at those takes one
 interpreter call (`gnmt_tf.export.search_signature`).
 
-A model directory can also carry its own export (`ship`, as the shipped
+A model directory can also carry its own export (`tflite_entries.ship`, as the shipped
 `multi30k-transformer` does in ``tflite_float32/``), gzipped (its weights,
 float16 values stored as float32, compress to 60 %; float16 storage in the
 file would not do: the converter also rounds the constants it folds, such
@@ -24,7 +24,9 @@ Entries live in `$GNMT_TF_TFLITE_CACHE` (``off``: none), else
 the files the weights come from, so a retrained or replaced model gets a
 new entry and never an old export. Entries are written to a temporary
 folder and renamed into place, so a reader sees a whole entry or none.
-This module imports no TensorFlow; `build` does, to convert.
+This module imports no TensorFlow and no exporter: converting an export
+into the cache (`build`) or into a model directory (`ship`) is
+`gnmt_tf.export.tflite_entries`'s.
 """
 
 import gzip
@@ -33,7 +35,6 @@ import os
 import pathlib
 import shutil
 import tempfile
-import time
 from typing import Optional
 
 from gnmt_tf.translation import SearchOptions
@@ -125,7 +126,7 @@ def cached(model_dir) -> Optional[pathlib.Path]:
         if packed is None:
             return None
         try:
-            _write_entry(folder, lambda staging: _unpack(packed, staging))
+            write_entry(folder, lambda staging: _unpack(packed, staging))
         except OSError:
             return None
     return folder / MODEL_FILE
@@ -139,7 +140,7 @@ def _unpack(packed, staging):
         shutil.copy(packed.parent / name, staging / name)
 
 
-def _write_entry(folder, fill):
+def write_entry(folder, fill):
     """Fills a temporary folder with `fill(path)` and renames it to
     `folder` (a concurrent twin that got there first wins)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -154,70 +155,3 @@ def _write_entry(folder, fill):
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def ship(model_dir) -> pathlib.Path:
-    """Writes `model_dir`'s float32 TFLite export, gzipped, into
-    `model_dir/tflite_float32/` with the fingerprint it was made from
-    (replacing an older one whole); returns the `.tflite.gz` path."""
-    from gnmt_tf.export.tflite import export_tflite
-
-    model_dir = pathlib.Path(model_dir)
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{SHIPPED_DIR}-",
-                                            dir=model_dir))
-    old = model_dir / f".{SHIPPED_DIR}-old"
-    try:
-        os.chmod(staging, 0o755)  # package data, not mkdtemp's private 0700
-        export_tflite(model_dir, staging, "float32",
-                      search_beam_sizes=SEARCH_BEAM_SIZES)
-        with open(staging / MODEL_FILE, "rb") as source, \
-                gzip.open(staging / SHIPPED_FILE, "wb") as target:
-            shutil.copyfileobj(source, target, 1 << 20)
-        os.remove(staging / MODEL_FILE)
-        (staging / SHIPPED_FINGERPRINT).write_text(
-            fingerprint(model_dir) + "\n")
-        target = model_dir / SHIPPED_DIR
-        if target.exists():
-            os.rename(target, old)
-        os.rename(staging, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
-    return model_dir / SHIPPED_DIR / SHIPPED_FILE
-
-
-def build(model_dir) -> pathlib.Path:
-    """Converts `model_dir`'s float32 TFLite export into the cache (once:
-    an entry already there is returned as is); returns the `.tflite` path.
-
-    Raises:
-      ValueError: no cache (``off``), or the model does not convert.
-      OSError: the cache cannot be written.
-    """
-    folder = entry(model_dir)
-    if folder is None:
-        raise ValueError(f"{CACHE_ENV}=off: no TFLite cache")
-    if (folder / MODEL_FILE).is_file():
-        return folder / MODEL_FILE
-    from gnmt_tf.export.tflite import export_tflite
-
-    _write_entry(folder, lambda staging: export_tflite(
-        model_dir, staging, "float32", search_beam_sizes=SEARCH_BEAM_SIZES))
-    return folder / MODEL_FILE
-
-
-def build_with_note(model_dir, stream) -> Optional[pathlib.Path]:
-    """`build`, saying on `stream` what it did and how long it took, or
-    why it could not (one line; never raises)."""
-    start = time.perf_counter()
-    try:
-        path = build(model_dir)
-    except Exception as e:  # noqa: BLE001  (a note; translation is done)
-        print(f"note: no fast path cached for {model_dir}: "
-              f"{str(e).splitlines()[0] if str(e) else type(e).__name__}",
-              file=stream)
-        return None
-    print(f"note: cached the float32 TFLite export of {model_dir} in "
-          f"{path.parent} ({time.perf_counter() - start:.1f} s, once): "
-          "the next runs translate without loading TensorFlow", file=stream)
-    return path

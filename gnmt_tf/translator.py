@@ -116,18 +116,54 @@ class Translator:
         self.bos_id = model.config.bos_id
         self.eos_id = model.config.eos_id
         self._functions = {}
+        # A `HostTranslator` over the model's float32 TFLite export, for
+        # the requests it runs (`from_model_dir`); None: all in process.
+        self.tflite_search = None
         # Create the tokenizer's resource eagerly: made inside a tf.function it
         # would belong to that function's graph and be unusable in the next.
         self.tokenizer = subwords.tf_tokenizer
 
     @classmethod
-    def from_model_dir(cls, model_dir, precision="float32", **kwargs):
+    def from_model_dir(cls, model_dir, precision="float32", engine=None,
+                       **kwargs):
         """Loads a trained model directory (any registered model type),
-        computing in `precision` (see `gnmt_tf.model_dir.load_model`)."""
-        from gnmt_tf.model_dir import load_model
+        computing in `precision` (see `gnmt_tf.model_dir.load_model`).
 
+        `engine` (`gnmt_tf.search_engine`; None: its default) picks the
+        search: ``graph`` or ``xla`` in process (`jit_compile_search`
+        False or True); ``auto`` and ``tflite`` also send what the host
+        search runs to the model's float32 TFLite export
+        (`search_engine.host_export`; under ``auto`` only where the
+        directory carries one, as the shipped models do), held in
+        `tflite_search`. The other keyword arguments go to `Translator`;
+        any of them keeps every search in process.
+
+        Raises:
+          ValueError: an unknown engine; ``tflite`` with in-process
+            arguments or with no export at hand.
+        """
+        from gnmt_tf.model_dir import load_model
+        from gnmt_tf.pretrained import locate
+
+        engine = engine or search_engine.default_engine()
+        if engine not in search_engine.ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; choose one of "
+                             f"{', '.join(search_engine.ENGINES)}")
+        if engine == "tflite" and kwargs:
+            raise ValueError(f"the tflite engine takes none of "
+                             f"{', '.join(sorted(kwargs))} (in-process "
+                             "search arguments)")
+        if engine in ("graph", "xla"):
+            kwargs.setdefault("jit_compile_search", engine == "xla")
         model, subwords, _ = load_model(model_dir, precision)
-        return cls(model, subwords, **kwargs)
+        translator = cls(model, subwords, **kwargs)
+        path = (None if kwargs else search_engine.host_export(
+            locate(model_dir), engine, precision))
+        if path is not None:
+            from gnmt_tf.host_translator import HostTranslator
+
+            translator.tflite_search = HostTranslator.from_tflite(path)
+        return translator
 
     def tokenize(self, sentences, task=None):
         """`sentences [B]` strings -> `(source_ids [B, S], lengths [B])`: the
@@ -419,7 +455,9 @@ class Translator:
         tgt_lang="fr", tags=["caption"]`; none for GNMT). Empty (or
         whitespace-only) inputs give one empty hypothesis and never reach the
         model. Sentences are sorted by length and translated in batches of
-        similar length; results come back in input order.
+        similar length; results come back in input order. With a
+        `tflite_search` (`from_model_dir`), requests it runs are searched
+        there: the same translations up to float rounding.
 
         Raises:
           ValueError: a bad task argument or an over-long input.
@@ -430,6 +468,9 @@ class Translator:
         ids = self.task_ids(**task)
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)
+        if self._sends_to_tflite(options, constraints, members):
+            return self.tflite_search.translate_nbest(sentences, options,
+                                                      batch_size, **task)
         if (options.decoder not in GRAPH_DECODERS or constraints is not None
                 or members):
             if self.shortlist is not None or self.unk_replacer is not None:
@@ -464,6 +505,16 @@ class Translator:
                 results[i] = [Hypothesis(t, float(s))
                               for t, s in zip(texts[row], scores[row])]
         return results
+
+    def _sends_to_tflite(self, options, constraints, members):
+        """Whether `translate_nbest` hands this request to `tflite_search`:
+        the beam or greedy decoder with GNMT's early stopping, and no
+        constraints, sepbeam members, shortlist or UNK replacement."""
+        return (self.tflite_search is not None and constraints is None
+                and not members and self.shortlist is None
+                and self.unk_replacer is None
+                and options.decoder in ("beam", "greedy")
+                and options.early_stopping == "gnmt")
 
     def _replace_unk(self, sentences, texts, out, task):
         """`texts [B][N]` with the `<unk>`s of hypotheses replaced."""

@@ -97,3 +97,30 @@ def test_the_workers_split_batches_of_two_or_more(tmp_path):
         assert results[f"{key}_over_{ct2}_beam4_batch2"] == round(
             results[key] / results[f"{ct2}_beam4_batch2"], 3)
     assert "tflite_float32_workers batch 2" in results["side_by_side"]
+
+
+def test_the_default_key_times_the_default_path(tmp_path, bench):
+    """``ours`` is the shipped export's host search at the translator's
+    default settings (one thread count, no best-of): the whole search at
+    batch 1, the workers at batch 2 on a machine with several cores; the
+    XLA default keeps a key of its own."""
+    from gnmt_tf import cpu_settings
+
+    out = tmp_path / "speed.json"
+    argv = ["--preset", "transformer_tiny", "--only",
+            "ours,xla_default,ctranslate2", "--batch-sizes", "2,1",
+            "--thread-counts", "1", "--repeats", "1", "--source-length",
+            "6", "--output-length", "4", "--output", str(out)]
+    results = _run_script(argv, out)
+    best = results["settings"]["best_threads"]
+    assert best["ours_beam4_batch1"] == cpu_settings.tflite_threads()
+    assert best["ours_beam4_batch2"] == cpu_settings.tflite_workers()
+    for batch in (1, 2):
+        key = f"beam4_batch{batch}"
+        assert results[f"ours_{key}"] > 0
+        assert results[f"ours_xla_default_{key}"] > 0
+        assert results[f"ours_{key}_over_ctranslate2_{key}"] == round(
+            results[f"ours_{key}"] / results[f"ctranslate2_{key}"], 3)
+        assert f"xla_default batch {batch}" in results["side_by_side"]
+    assert "ours" in results["settings"] and bench.SETTINGS[:2] == (
+        "ours", "xla_default")

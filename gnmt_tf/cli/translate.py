@@ -262,9 +262,9 @@ def run(args):
         if check is not None:
             check.report()
         if cache_after is not None and status == 0:
-            from gnmt_tf import tflite_cache
+            from gnmt_tf.export import tflite_entries
 
-            tflite_cache.build_with_note(cache_after, sys.stderr)
+            tflite_entries.build_with_note(cache_after, sys.stderr)
         return status
     finally:
         job.close()
@@ -291,12 +291,13 @@ def _model_or_cached_export_job(args):
                              f"{refusal} (use --engine auto or graph)")
         return backends.model_job(args), None
     from gnmt_tf import tflite_cache
+    from gnmt_tf.export import tflite_entries
     from gnmt_tf.pretrained import locate
 
     model_dir = locate(args.model[0])
     path = tflite_cache.cached(model_dir)
     if path is None and engine == "tflite":
-        path = tflite_cache.build_with_note(model_dir, sys.stderr)
+        path = tflite_entries.build_with_note(model_dir, sys.stderr)
         if path is None:
             raise ValueError(f"--engine tflite: {model_dir} has no float32 "
                              "TFLite export (see the note above)")

@@ -148,8 +148,7 @@ def load_translator(args):
             and lm is None and mode == "loglinear"):
         return Translator.from_model_dir(
             models[0], precision=getattr(args, "precision", "float32"),
-            jit_compile_search={"xla": True, "graph": False}.get(
-                chosen)), models[0]
+            engine=chosen), models[0]
     for flag, given in (("--precision", getattr(args, "precision", "float32")
                          != "float32"), ("--xla", xla)):
         if given:

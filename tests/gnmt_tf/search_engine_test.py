@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from gnmt_tf import search_engine, tflite_cache
+from gnmt_tf.export import tflite_entries
 from gnmt_tf.model_dir import load_model
 from gnmt_tf.translator import SearchOptions, Translator
 
@@ -114,7 +115,7 @@ def test_fingerprint_follows_the_weights(ts_model_dir, tmp_path,
     monkeypatch.setenv(tflite_cache.CACHE_ENV, "off")
     assert tflite_cache.cached(copy) is None
     with pytest.raises(ValueError, match="off"):
-        tflite_cache.build(copy)
+        tflite_entries.build(copy)
 
 
 # What the second run reports: its output and whether TensorFlow loaded.
@@ -189,7 +190,7 @@ def test_a_shipped_export_is_used_only_while_it_matches(ts_model_dir,
     copy = tmp_path / "model"
     shutil.copytree(ts_model_dir, copy)
     monkeypatch.setenv(tflite_cache.CACHE_ENV, str(tmp_path / "cache"))
-    packed = tflite_cache.ship(copy)
+    packed = tflite_entries.ship(copy)
     assert tflite_cache.shipped(copy) == packed
     assert not list(copy.glob(".tflite_float32-*"))  # staging cleaned up
     assert not (tmp_path / "cache").exists()  # shipping caches nothing
@@ -201,7 +202,7 @@ def test_a_shipped_export_is_used_only_while_it_matches(ts_model_dir,
 
     assert TFLiteRuntime(path).search_beam_sizes == (
         tflite_cache.SEARCH_BEAM_SIZES) == (4, 5)
-    assert tflite_cache.ship(copy) == packed  # replaced whole
+    assert tflite_entries.ship(copy) == packed  # replaced whole
     newest = max((copy / "checkpoints").glob("*.data-*"))
     with open(newest, "ab") as f:
         f.write(b"\0")
@@ -216,5 +217,5 @@ def test_the_shipped_transformer_carries_its_matching_export():
 
     model_dir = locate("multi30k-transformer")
     assert tflite_cache.shipped(model_dir) is not None, (
-        "stale or missing: python -c 'from gnmt_tf import tflite_cache; "
-        f"tflite_cache.ship(\"{model_dir}\")'")
+        "stale or missing: python -c 'from gnmt_tf.export import tflite_entries; "
+        f"tflite_entries.ship(\"{model_dir}\")'")
