@@ -29,6 +29,8 @@ no TensorFlow.
 
 import os
 
+from gnmt_tf import tflite_cache
+
 ENGINES = ("auto", "graph", "xla", "tflite")
 ENGINE_ENV = "GNMT_TF_ENGINE"
 
@@ -58,8 +60,6 @@ def host_export(model_dir, engine=None, precision="float32"):
       ValueError: ``tflite`` for a model with no export at hand, or with
         a precision other than float32.
     """
-    from gnmt_tf import tflite_cache
-
     engine = engine or default_engine()
     if engine not in ("auto", "tflite"):
         return None
