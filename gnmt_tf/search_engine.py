@@ -14,7 +14,8 @@ Engines:
   answers in a fraction of a second.
 - ``auto`` (the default): ``tflite`` for a model directory that carries
   its own export (the shipped models, `tflite_cache.shipped`; measured
-  2x faster than ``xla`` at batch 1 and as fast at batch 32,
+  2.6x faster than ``xla`` at batch 1 and 1.1x at batch 32, keys
+  ``ours_*`` and ``ours_xla_default_*`` of
   `benchmarks/results/task_space_decode_speed.json`), for what the host
   search runs (beam or greedy, GNMT's early stopping, float32);
   `gnmt-tf translate` also uses any cached export. Else ``xla`` in
