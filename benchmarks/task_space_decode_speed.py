@@ -129,8 +129,8 @@ TASK = ("en", "de", ("caption",))
 NO_END_ID = -1  # never produced: every hypothesis runs to the fixed length
 DEFAULT_OPTIONS = SearchOptions()  # its max_length_ratio sizes the buffers
 # What `--only` can select, in the order they run within a round.
-SETTINGS = ("ours", "xla_default", "graph", "fixed_cache", "xla_search", "bfloat16",
-            "ctranslate2",
+SETTINGS = ("ours", "xla_default", "graph", "fixed_cache", "xla_search",
+            "bfloat16", "ctranslate2",
             "ctranslate2_int8", "tflite_float32", "tflite_int8_weights",
             "tflite_float32_search", "tflite_int8_weights_search",
             "tflite_float32_workers", "tflite_int8_weights_workers",
@@ -623,9 +623,8 @@ def main(argv=None):
                         settings.append((f"ours_{key}",) + default_path(
                             tflite_paths[name], batch))
                 elif name in caches:
-                    settings.append((
-                        f"ours_{key}" if name == "ours" else
-                        f"ours_{name}_{key}", ours(batch, caches[name])))
+                    settings.append((f"ours_{name}_{key}",
+                                     ours(batch, caches[name])))
                 elif name.endswith("_two_workers"):
                     compute_type = "int8" if "int8" in name else "default"
                     if (converted is None or batch < TWO_WORKERS

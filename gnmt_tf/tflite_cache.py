@@ -10,7 +10,8 @@ the whole search at the default beam size and at the shipped models'
 (`SEARCH_BEAM_SIZES`), so a sentence translated alone at those takes one
 interpreter call (`gnmt_tf.export.search_signature`).
 
-A model directory can also carry its own export (`tflite_entries.ship`, as the shipped
+A model directory can also carry its own export
+(`gnmt_tf.export.tflite_entries.ship`, as the shipped
 `multi30k-transformer` does in ``tflite_float32/``), gzipped (its weights,
 float16 values stored as float32, compress to 60 %; float16 storage in the
 file would not do: the converter also rounds the constants it folds, such

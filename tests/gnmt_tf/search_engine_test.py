@@ -217,5 +217,5 @@ def test_the_shipped_transformer_carries_its_matching_export():
 
     model_dir = locate("multi30k-transformer")
     assert tflite_cache.shipped(model_dir) is not None, (
-        "stale or missing: python -c 'from gnmt_tf.export import tflite_entries; "
-        f"tflite_entries.ship(\"{model_dir}\")'")
+        "stale or missing: python -c 'from gnmt_tf.export import "
+        f"tflite_entries; tflite_entries.ship(\"{model_dir}\")'")
