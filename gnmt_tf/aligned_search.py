@@ -6,8 +6,10 @@ graph body shared by the in-process path (`alignment_search_fn`) and the
 SavedModel's ``translate_with_alignment`` signature (`gnmt_tf.export.savedmodel`),
 so both give the same numbers.
 
-The search is `Translator.search` (best hypothesis only); then one
-teacher-forced pass of the model over its own output gives the alignment:
+The search is `Translator.search` (best hypothesis only), or the host
+search over the model's TFLite export (`align_translations` takes its
+output and scores it in the teacher-forced pass); then one teacher-forced
+pass of the model over its own output gives the alignment:
 
 - a model with an `align(features)` method (an
   `gnmt_tf.alignment.aligned_model.AlignedTranslationModel`) gives its
@@ -49,20 +51,21 @@ def _piece_table(translator):
     return tf.constant(table, tf.string)
 
 
-def teacher_forced_alignment(model, features):
-    """`[B, T, S]` alignment of a teacher-forced pass over `features`
-    (``source_ids``, ``target_in_ids`` and the task inputs): the alignment
-    head's probabilities if the model has one, else its cross-attention
-    averaged over channels (layers x heads)."""
+def teacher_forced_pass(model, features):
+    """`(logits [B, T, V], alignment [B, T, S])` of a teacher-forced pass
+    over `features` (``source_ids``, ``target_in_ids`` and the task
+    inputs): the alignment head's probabilities if the model has one, else
+    its cross-attention averaged over channels (layers x heads)."""
     align = model.align
     if align is not None:
-        _, _, probabilities = align(features)
-        return tf.cast(probabilities, tf.float32)
-    _, attention = model(features, training=False, return_attention=True)
+        logits, _, probabilities = align(features)
+        return logits, tf.cast(probabilities, tf.float32)
+    logits, attention = model(features, training=False,
+                              return_attention=True)
     attention = tf.cast(attention, tf.float32)
     if attention.shape.rank == 4:  # [B, L*H, T, S]
         attention = tf.reduce_mean(attention, axis=1)
-    return attention
+    return logits, attention
 
 
 def search_with_alignment(translator, sentences, options, **task):
@@ -75,38 +78,77 @@ def search_with_alignment(translator, sentences, options, **task):
       options: `SearchOptions` (`num_hypotheses` is taken as 1).
       **task: int32 task ids by name, as `Translator.search` takes them.
     """
-    model = translator.model
     result = translator.search(sentences, options, **task)
     ids = result["ids"][:, 0]                                        # [B, T']
     lengths = result["lengths"][:, 0]                                # [B]
     last = tf.gather(ids, tf.maximum(lengths - 1, 0), batch_dims=1)
     ended = tf.logical_and(lengths > 0, tf.equal(last, translator.eos_id))
     target_lengths = lengths - tf.cast(ended, tf.int32)
-    width = tf.shape(ids)[1]
+    scores = result["log_probs"][:, 0] / tf.cast(tf.maximum(lengths, 1),
+                                                 tf.float32)
+    outputs, _ = _aligned_outputs(translator, sentences, ids, target_lengths,
+                                  task)
+    return dict(outputs, translations=result["translations"][:, 0],
+                scores=tf.cast(scores, tf.float32))
+
+
+def align_translations(translator, sentences, target_ids, target_lengths,
+                       options, **task):
+    """Graph body: `OUTPUTS` for translations found elsewhere (the host
+    search over the model's TFLite export): `target_ids [B, T]` (no end
+    token, 0-padded) and `target_lengths [B]`. A translation shorter than
+    the search's output limit (`Translator.max_lengths`) ended with the end
+    token; its log-probability, from the teacher-forced pass, counts it,
+    as the search's does."""
+    source_ids, source_lengths = translator.tokenize(sentences, task)
+    ended = target_lengths < translator.max_lengths(source_lengths, options)
+    outputs, logits = _aligned_outputs(translator, sentences, target_ids,
+                                       target_lengths, task)
+    lengths = target_lengths + tf.cast(ended, tf.int32)
+    # Each position's label: the target, then the end token where it ended.
+    width = tf.shape(target_ids)[1]
+    labels = tf.concat([target_ids, tf.zeros_like(target_ids[:, :1])], 1)
+    labels = tf.where(tf.range(width + 1)[tf.newaxis] == target_lengths[
+        :, tf.newaxis], translator.eos_id, labels)
+    log_probs = tf.gather(tf.nn.log_softmax(tf.cast(logits, tf.float32)),
+                          labels, batch_dims=2)                  # [B, T+1]
+    log_probs = tf.reduce_sum(tf.where(
+        tf.sequence_mask(lengths, width + 1), log_probs, 0.0), axis=1)
+    scores = log_probs / tf.cast(tf.maximum(lengths, 1), tf.float32)
+    translations = translator.detokenize(target_ids[:, tf.newaxis],
+                                         target_lengths[:, tf.newaxis])
+    return dict(outputs, translations=translations[:, 0], scores=scores)
+
+
+def _aligned_outputs(translator, sentences, target_ids, target_lengths,
+                     task):
+    """`(OUTPUTS but translations and scores, logits [B, T+1, V])` of
+    one teacher-forced pass over `target_ids [B, T]` (the first
+    `target_lengths` of each row, no end token)."""
+    model = translator.model
+    width = tf.shape(target_ids)[1]
     target_mask = tf.sequence_mask(target_lengths, width)
-    target_ids = tf.where(target_mask, ids, tf.zeros_like(ids))      # [B, T']
-    batch = tf.shape(ids)[0]
-    bos = tf.fill([batch, 1], tf.constant(translator.bos_id, ids.dtype))
+    target_ids = tf.where(target_mask, target_ids,
+                          tf.zeros_like(target_ids))                 # [B, T']
+    batch = tf.shape(target_ids)[0]
+    bos = tf.fill([batch, 1], tf.constant(translator.bos_id,
+                                          target_ids.dtype))
     target_in = tf.concat([bos, target_ids], axis=1)                 # [B, T'+1]
 
     source_ids, source_lengths = translator.tokenize(sentences, task)
     features = {"source_ids": tf.cast(source_ids, tf.int32),
                 "target_in_ids": tf.cast(target_in, tf.int32), **task}
-    alignment = teacher_forced_alignment(model, features)  # [B, T'+1, S+1]
+    logits, alignment = teacher_forced_pass(model, features)
     prefix = 0 if model.source_prefix is None else 1
     source_piece_ids = source_ids[:, prefix:]
     pieces = _piece_table(translator)
-    scores = result["log_probs"][:, 0] / tf.cast(tf.maximum(lengths, 1),
-                                                 tf.float32)
     return {
-        "translations": result["translations"][:, 0],
-        "scores": tf.cast(scores, tf.float32),
         "source_pieces": tf.gather(pieces, source_piece_ids),
         "source_lengths": source_lengths - prefix - 1,
         "target_pieces": tf.gather(pieces, target_ids),
         "target_lengths": target_lengths,
         "alignment": alignment[:, :width, prefix:],
-    }
+    }, logits
 
 
 def alignment_search_fn(translator, options):
@@ -124,6 +166,27 @@ def alignment_search_fn(translator, options):
             lambda sentences, *task: search_with_alignment(
                 translator, sentences, options, **dict(zip(names, task))),
             input_signature=[tf.TensorSpec([None], tf.string),
+                             *translator.task_specs()],
+            autograph=False)
+    return cache[key]
+
+
+def align_translations_fn(translator, options):
+    """The `tf.function` `(sentences [B], target_ids [B, T], target_lengths
+    [B], *task ids) -> dict of OUTPUTS` of `align_translations`, cached
+    as `alignment_search_fn`."""
+    cache = translator._functions
+    key = ("align_translations", options)
+    if key not in cache:
+        names = [t.name for t in translator.task_inputs]
+        cache[key] = tf.function(
+            lambda sentences, target_ids, target_lengths, *task:
+            align_translations(translator, sentences, target_ids,
+                               target_lengths, options,
+                               **dict(zip(names, task))),
+            input_signature=[tf.TensorSpec([None], tf.string),
+                             tf.TensorSpec([None, None], tf.int32),
+                             tf.TensorSpec([None], tf.int32),
                              *translator.task_specs()],
             autograph=False)
     return cache[key]

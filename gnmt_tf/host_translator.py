@@ -424,14 +424,23 @@ class HostTranslator:
                         **task):
         """Translates `sentences`, giving `options.num_hypotheses`
         `Hypothesis` each (the `gnmt_tf.translation.TranslationBackend`
-        protocol).
+        protocol): `search_sentences`' pairs, detokenised."""
+        return [[Hypothesis(self.sentencepiece.decode(ids), score)
+                 for ids, score in pairs]
+                for pairs in self.search_sentences(sentences, options,
+                                                   batch_size, **task)]
+
+    def search_sentences(self, sentences, options=None, batch_size=None,
+                         **task):
+        """Searches `sentences`, giving `options.num_hypotheses` pairs
+        `(ids, score)` each, best first (`ids` without the end token).
 
         `options` is a `SearchOptions` (default: its defaults), or its
         fields come as keywords (`beam_size=4`); the host search runs the
         beam decoder (greedy at beam 1) with GNMT's early stopping.
         `task` holds the model's task arguments by name (e.g. `src_lang="en",
         tgt_lang="fr", tags="caption"`; none for GNMT). Blank inputs give one
-        empty hypothesis with score 0 and never reach the model. Sentences
+        empty pair `([], 0.0)` and never reach the model. Sentences
         are searched `batch_size` at a time (default: `auto_batch_size`),
         longest first (the results are those of one at a time, up to the
         runtime's float rounding).
@@ -461,7 +470,7 @@ class HostTranslator:
             raise TypeError("sentences must be a list of str, not a str")
         if batch_size is not None and int(batch_size) < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        results = [[Hypothesis("", 0.0)] for _ in sentences]
+        results = [[([], 0.0)] for _ in sentences]
         sources = {}  # input index -> source ids, blank inputs left out
         for i, sentence in enumerate(sentences):
             if not isinstance(sentence, str):
@@ -489,8 +498,7 @@ class HostTranslator:
             found = self.search_batch([sources[i] for i in batch],
                                       task=arrays, **search_args)
             for i, pairs in zip(batch, found):
-                results[i] = [Hypothesis(self.sentencepiece.decode(ids),
-                                         score) for ids, score in pairs]
+                results[i] = pairs
         return results
 
     def translate(self, sentences, options=None, batch_size=None, **task):

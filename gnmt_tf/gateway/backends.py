@@ -23,6 +23,7 @@ unknown: a server checks it itself).
   and coverage penalties, so it is not passed on as one).
 """
 
+import dataclasses
 import threading
 from typing import List, Optional, Sequence, Tuple
 
@@ -143,16 +144,33 @@ class ModelBackend:
 
     @classmethod
     def from_model_dir(cls, model_dir, options=None, batch_size: int = 32,
-                       languages: Optional[Sequence[str]] = None):
+                       languages: Optional[Sequence[str]] = None,
+                       engine: Optional[str] = None):
         """Loads a model directory or shipped model name
         (`gnmt_tf.alignment.head_files.load_model`: with its alignment head, if
-        the directory has one)."""
+        the directory has one).
+
+        `engine` (`gnmt_tf.search_engine`; None: its default) as
+        `Translator.from_model_dir`'s: under ``auto`` a directory that
+        carries its float32 TFLite export (the shipped models) is searched
+        there where the options allow, and only the alignment pass runs
+        in process (`gnmt_tf.aligned_search.align_translations`)."""
+        from gnmt_tf import search_engine
         from gnmt_tf.alignment.head_files import load_model
+        from gnmt_tf.pretrained import locate
         from gnmt_tf.translator import Translator
 
+        engine = engine or search_engine.default_engine()
         model, subwords, _ = load_model(model_dir)
-        return cls(Translator(model, subwords), options, batch_size,
-                   languages, model_version=f"{model_dir}")
+        translator = Translator(model, subwords, jit_compile_search={
+            "graph": False, "xla": True}.get(engine))
+        path = search_engine.host_export(locate(model_dir), engine)
+        if path is not None:
+            from gnmt_tf.host_translator import HostTranslator
+
+            translator.tflite_search = HostTranslator.from_tflite(path)
+        return cls(translator, options, batch_size, languages,
+                   model_version=f"{model_dir}")
 
     def translate_nbest(self, texts: Sequence[str], options=None, **task):
         """The `gnmt_tf.translation.TranslationBackend` protocol: the model's
@@ -202,28 +220,47 @@ class ModelBackend:
                 task_batch = [
                     tf.constant([ids[t.name]] * len(chunk), tf.int32)
                     for t in self.translator.task_inputs]
-                out = {k: v.numpy()
-                       for k, v in self._search(batch, task_batch).items()}
+                found = self._search(batch, task_batch,
+                                     [sentences[i] for i in chunk], task)
+                out = {k: v.numpy() for k, v in found.items()}
                 for row, i in enumerate(chunk):
                     results[i] = result_of_row(out, row)
         return results
 
-    def _search(self, batch, task_batch):
-        """Runs the search; remakes the tokenizer once if its resource is
-        gone (as `Translator._run`: a TensorFlow seed set since clears it)."""
+    def _search(self, batch, task_batch, sentences, task):
+        """The aligned outputs of `batch`: searched by the translator's
+        `tflite_search` where it runs the options (then aligned in
+        process), else in process. Remakes the tokenizer once if its
+        resource is gone (as `Translator._run`: a TensorFlow seed set
+        since clears it)."""
         import tensorflow as tf
 
-        from gnmt_tf.aligned_search import alignment_search_fn
+        from gnmt_tf.aligned_search import (align_translations_fn,
+                                            alignment_search_fn)
 
+        inputs = [batch]
+        if self.translator._sends_to_tflite(self.options, None, ()):
+            found = self.translator.tflite_search.search_sentences(
+                sentences, dataclasses.replace(self.options,
+                                               num_hypotheses=1), **task)
+            best = [pairs[0][0] for pairs in found]
+            width = max(1, max(len(ids) for ids in best))
+            inputs += [tf.constant([list(ids) + [0] * (width - len(ids))
+                                    for ids in best], tf.int32),
+                       tf.constant([len(ids) for ids in best], tf.int32)]
+
+            def function():
+                return align_translations_fn(self.translator, self.options)
+        else:
+            def function():
+                return alignment_search_fn(self.translator, self.options)
         try:
-            return alignment_search_fn(self.translator, self.options)(
-                batch, *task_batch)
+            return function()(*inputs, *task_batch)
         except tf.errors.NotFoundError as e:
             if "Sentencepiece" not in str(e):
                 raise
         self.translator.reset_tokenizer()
-        return alignment_search_fn(self.translator, self.options)(
-            batch, *task_batch)
+        return function()(*inputs, *task_batch)
 
 
 class ServerBackend:
