@@ -41,6 +41,11 @@ TITLES = {
                   "Placeholder restoration through the convolutional "
                   "alignment head against attention argmax, and its "
                   "alignment error rate."),
+    "backend_engines": ("Engines of the in-process front ends",
+                        "The shipped model through `Translator` and the "
+                        "gateway's `ModelBackend`: the default engine "
+                        "(its TFLite export) against the XLA search, one "
+                        "sentence a call and a batch."),
     "batch_padding": ("Padding in training batches",
                       "How much of a training batch is padding, per "
                       "length-bucket width."),
