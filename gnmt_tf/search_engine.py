@@ -49,6 +49,19 @@ def default_engine() -> str:
     return value
 
 
+def check_engine(engine=None) -> str:
+    """`engine`, or `default_engine()` for None.
+
+    Raises:
+      ValueError: not one of `ENGINES`.
+    """
+    engine = engine or default_engine()
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; choose one of "
+                         f"{', '.join(ENGINES)}")
+    return engine
+
+
 def host_export(model_dir, engine=None, precision="float32"):
     """The float32 TFLite file `Translator.from_model_dir` sends what the
     host search runs to under `engine` (None: `default_engine`), or None:

@@ -127,35 +127,45 @@ class Translator:
     def from_model_dir(cls, model_dir, precision="float32", engine=None,
                        **kwargs):
         """Loads a trained model directory (any registered model type),
-        computing in `precision` (see `gnmt_tf.model_dir.load_model`).
-
-        `engine` (`gnmt_tf.search_engine`; None: its default) picks the
-        search: ``graph`` or ``xla`` in process (`jit_compile_search`
-        False or True); ``auto`` and ``tflite`` also send what the host
-        search runs to the model's float32 TFLite export
-        (`search_engine.host_export`; under ``auto`` only where the
-        directory carries one, as the shipped models do), held in
-        `tflite_search`. The other keyword arguments go to `Translator`;
-        any of them keeps every search in process.
+        computing in `precision` (see `gnmt_tf.model_dir.load_model`),
+        searching with `engine` (see `for_engine`).
 
         Raises:
           ValueError: an unknown engine; ``tflite`` with in-process
             arguments or with no export at hand.
         """
         from gnmt_tf.model_dir import load_model
+
+        search_engine.check_engine(engine)
+        model, subwords, _ = load_model(model_dir, precision)
+        return cls.for_engine(model, subwords, model_dir, engine, precision,
+                              **kwargs)
+
+    @classmethod
+    def for_engine(cls, model, subwords, model_dir, engine=None,
+                   precision="float32", **kwargs):
+        """A translator of `model`, loaded from `model_dir`, searching with
+        `engine` (`gnmt_tf.search_engine`; None: its default): ``graph`` or
+        ``xla`` in process (`jit_compile_search` False or True); ``auto``
+        and ``tflite`` also send what the host search runs to the model's
+        float32 TFLite export (`search_engine.host_export`; under ``auto``
+        only where the directory carries one, as the shipped models do),
+        held in `tflite_search`. The other keyword arguments go to
+        `Translator`; any of them keeps every search in process.
+
+        Raises:
+          ValueError: an unknown engine; ``tflite`` with in-process
+            arguments or with no export at hand.
+        """
         from gnmt_tf.pretrained import locate
 
-        engine = engine or search_engine.default_engine()
-        if engine not in search_engine.ENGINES:
-            raise ValueError(f"unknown engine {engine!r}; choose one of "
-                             f"{', '.join(search_engine.ENGINES)}")
+        engine = search_engine.check_engine(engine)
         if engine == "tflite" and kwargs:
             raise ValueError(f"the tflite engine takes none of "
                              f"{', '.join(sorted(kwargs))} (in-process "
                              "search arguments)")
         if engine in ("graph", "xla"):
             kwargs.setdefault("jit_compile_search", engine == "xla")
-        model, subwords, _ = load_model(model_dir, precision)
         translator = cls(model, subwords, **kwargs)
         path = (None if kwargs else search_engine.host_export(
             locate(model_dir), engine, precision))

@@ -151,25 +151,16 @@ class ModelBackend:
         the directory has one).
 
         `engine` (`gnmt_tf.search_engine`; None: its default) as
-        `Translator.from_model_dir`'s: under ``auto`` a directory that
+        `Translator.for_engine`'s: under ``auto`` a directory that
         carries its float32 TFLite export (the shipped models) is searched
         there where the options allow, and only the alignment pass runs
         in process (`gnmt_tf.aligned_search.align_translations`)."""
-        from gnmt_tf import search_engine
         from gnmt_tf.alignment.head_files import load_model
-        from gnmt_tf.pretrained import locate
         from gnmt_tf.translator import Translator
 
-        engine = engine or search_engine.default_engine()
         model, subwords, _ = load_model(model_dir)
-        translator = Translator(model, subwords, jit_compile_search={
-            "graph": False, "xla": True}.get(engine))
-        path = search_engine.host_export(locate(model_dir), engine)
-        if path is not None:
-            from gnmt_tf.host_translator import HostTranslator
-
-            translator.tflite_search = HostTranslator.from_tflite(path)
-        return cls(translator, options, batch_size, languages,
+        return cls(Translator.for_engine(model, subwords, model_dir, engine),
+                   options, batch_size, languages,
                    model_version=f"{model_dir}")
 
     def translate_nbest(self, texts: Sequence[str], options=None, **task):
