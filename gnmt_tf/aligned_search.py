@@ -86,8 +86,9 @@ def search_with_alignment(translator, sentences, options, **task):
     target_lengths = lengths - tf.cast(ended, tf.int32)
     scores = result["log_probs"][:, 0] / tf.cast(tf.maximum(lengths, 1),
                                                  tf.float32)
-    outputs, _ = _aligned_outputs(translator, sentences, ids, target_lengths,
-                                  task)
+    outputs, _ = _aligned_outputs(translator,
+                                  translator.tokenize(sentences, task), ids,
+                                  target_lengths, task)
     return dict(outputs, translations=result["translations"][:, 0],
                 scores=tf.cast(scores, tf.float32))
 
@@ -100,9 +101,9 @@ def align_translations(translator, sentences, target_ids, target_lengths,
     the search's output limit (`Translator.max_lengths`) ended with the end
     token; its log-probability, from the teacher-forced pass, counts it,
     as the search's does."""
-    source_ids, source_lengths = translator.tokenize(sentences, task)
-    ended = target_lengths < translator.max_lengths(source_lengths, options)
-    outputs, logits = _aligned_outputs(translator, sentences, target_ids,
+    source = translator.tokenize(sentences, task)
+    ended = target_lengths < translator.max_lengths(source[1], options)
+    outputs, logits = _aligned_outputs(translator, source, target_ids,
                                        target_lengths, task)
     lengths = target_lengths + tf.cast(ended, tf.int32)
     # Each position's label: the target, then the end token where it ended.
@@ -120,11 +121,11 @@ def align_translations(translator, sentences, target_ids, target_lengths,
     return dict(outputs, translations=translations[:, 0], scores=scores)
 
 
-def _aligned_outputs(translator, sentences, target_ids, target_lengths,
-                     task):
+def _aligned_outputs(translator, source, target_ids, target_lengths, task):
     """`(OUTPUTS but translations and scores, logits [B, T+1, V])` of
     one teacher-forced pass over `target_ids [B, T]` (the first
-    `target_lengths` of each row, no end token)."""
+    `target_lengths` of each row, no end token); `source` is
+    `translator.tokenize`'s `(source_ids, source_lengths)`."""
     model = translator.model
     width = tf.shape(target_ids)[1]
     target_mask = tf.sequence_mask(target_lengths, width)
@@ -135,7 +136,7 @@ def _aligned_outputs(translator, sentences, target_ids, target_lengths,
                                           target_ids.dtype))
     target_in = tf.concat([bos, target_ids], axis=1)                 # [B, T'+1]
 
-    source_ids, source_lengths = translator.tokenize(sentences, task)
+    source_ids, source_lengths = source
     features = {"source_ids": tf.cast(source_ids, tf.int32),
                 "target_in_ids": tf.cast(target_in, tf.int32), **task}
     logits, alignment = teacher_forced_pass(model, features)

@@ -44,7 +44,7 @@ from gnmt_tf.decoding.host_beam_search import beam_search_batch
 from gnmt_tf.host_workers import RuntimeWorkers
 from gnmt_tf.seq2seq_model import TaskInput, check_task, prefix_ids
 from gnmt_tf.translation import (Hypothesis, SearchOptions,  # noqa: F401
-                                 split_search_arguments)
+                                 runs_on_host, split_search_arguments)
 
 METADATA_FILE = "model.json"  # written by gnmt_tf.export.tflite / gnmt_tf.export.onnx_export
 VOCABULARY_FILE = "spm.model"
@@ -452,8 +452,7 @@ class HostTranslator:
             host search does not run (another decoder or early stopping).
         """
         options, task = split_search_arguments(options, **task)
-        if (options.decoder not in ("beam", "greedy")
-                or options.early_stopping != "gnmt"):
+        if not runs_on_host(options):
             raise ValueError(
                 "the host search runs the beam and greedy decoders with "
                 f"early_stopping 'gnmt' (got decoder {options.decoder!r}, "

@@ -74,7 +74,7 @@ def host_export(model_dir, engine=None, precision="float32"):
       ValueError: ``tflite`` for a model with no export at hand, or with
         a precision other than float32.
     """
-    engine = engine or default_engine()
+    engine = check_engine(engine)
     if engine not in ("auto", "tflite"):
         return None
     if precision != "float32":
@@ -82,9 +82,7 @@ def host_export(model_dir, engine=None, precision="float32"):
             raise ValueError(f"the tflite engine computes in float32, not "
                              f"{precision}")
         return None
-    if engine == "auto" and tflite_cache.shipped(model_dir) is None:
-        return None
-    path = tflite_cache.cached(model_dir)
+    path = tflite_cache.cached(model_dir, own_only=engine == "auto")
     if path is None and engine == "tflite":
         raise ValueError(
             f"{model_dir} has no float32 TFLite export at hand: "

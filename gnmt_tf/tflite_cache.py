@@ -93,37 +93,40 @@ def fingerprint(model_dir) -> str:
     return digest.hexdigest()[:32]
 
 
-def entry(model_dir) -> Optional[pathlib.Path]:
+def entry(model_dir, digest=None) -> Optional[pathlib.Path]:
     """The folder `model_dir`'s export is (or would be) cached in; None
-    without a cache."""
+    without a cache. `digest`: its `fingerprint`, where already known."""
     directory = cache_dir()
     if directory is None:
         return None
-    return directory / fingerprint(model_dir)
+    return directory / (digest or fingerprint(model_dir))
 
 
-def shipped(model_dir) -> Optional[pathlib.Path]:
+def shipped(model_dir, digest=None) -> Optional[pathlib.Path]:
     """`model_dir`'s own gzipped export (`ship`) while it matches the
-    model's fingerprint, else None."""
+    model's fingerprint (`digest`, where already known), else None."""
     folder = pathlib.Path(model_dir) / SHIPPED_DIR
     try:
         recorded = (folder / SHIPPED_FINGERPRINT).read_text().strip()
     except OSError:
         return None
-    if (folder / SHIPPED_FILE).is_file() and recorded == fingerprint(model_dir):
+    if ((folder / SHIPPED_FILE).is_file()
+            and recorded == (digest or fingerprint(model_dir))):
         return folder / SHIPPED_FILE
     return None
 
 
-def cached(model_dir) -> Optional[pathlib.Path]:
+def cached(model_dir, own_only=False) -> Optional[pathlib.Path]:
     """The cached float32 `.tflite` file of `model_dir`, unpacked from the
     model's matching shipped export on first use; None when there is
-    neither (or no cache)."""
-    folder = entry(model_dir)
-    if folder is None:
+    neither (or no cache). With `own_only`, None unless the directory
+    carries its own export (an entry cached by another run is ignored)."""
+    digest = fingerprint(model_dir)  # read once: the weights' digest
+    packed = shipped(model_dir, digest)
+    folder = entry(model_dir, digest)
+    if folder is None or (own_only and packed is None):
         return None
     if not (folder / MODEL_FILE).is_file():
-        packed = shipped(model_dir)
         if packed is None:
             return None
         try:

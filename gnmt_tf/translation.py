@@ -105,6 +105,14 @@ class SearchOptions:
                              f"{self.early_stopping!r}")
 
 
+def runs_on_host(options: SearchOptions) -> bool:
+    """Whether the host search over an export
+    (`gnmt_tf.host_translator.HostTranslator`) runs `options`: the beam
+    or greedy decoder with GNMT's early stopping."""
+    return (options.decoder in ("beam", "greedy")
+            and options.early_stopping == "gnmt")
+
+
 @dataclasses.dataclass(frozen=True)
 class Hypothesis:
     """One translation of a sentence: its text and its search score (what

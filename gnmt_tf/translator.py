@@ -19,7 +19,8 @@ from gnmt_tf.decoding.xla_step import xla_step
 # One search options type and one result type for every translator
 # (`gnmt_tf.translation`); imported from here as well.
 from gnmt_tf.translation import (DECODERS, GRAPH_DECODERS, Hypothesis,  # noqa: F401
-                                 SearchOptions, split_search_arguments)
+                                 SearchOptions, runs_on_host,
+                                 split_search_arguments)
 
 # Source limit (subwords) of models without a length limit of their own.
 DEFAULT_MAX_SOURCE_LENGTH = 250
@@ -478,7 +479,7 @@ class Translator:
         ids = self.task_ids(**task)
         sentences = list(sentences)
         lengths = self.check_inputs(sentences)
-        if self._sends_to_tflite(options, constraints, members):
+        if self.sends_to_tflite(options, constraints, members):
             return self.tflite_search.translate_nbest(sentences, options,
                                                       batch_size, **task)
         if (options.decoder not in GRAPH_DECODERS or constraints is not None
@@ -516,15 +517,13 @@ class Translator:
                               for t, s in zip(texts[row], scores[row])]
         return results
 
-    def _sends_to_tflite(self, options, constraints, members):
-        """Whether `translate_nbest` hands this request to `tflite_search`:
-        the beam or greedy decoder with GNMT's early stopping, and no
-        constraints, sepbeam members, shortlist or UNK replacement."""
+    def sends_to_tflite(self, options, constraints=None, members=()):
+        """Whether a request goes to `tflite_search`: options the host
+        search runs (`runs_on_host`), and no constraints, sepbeam members,
+        shortlist or UNK replacement."""
         return (self.tflite_search is not None and constraints is None
                 and not members and self.shortlist is None
-                and self.unk_replacer is None
-                and options.decoder in ("beam", "greedy")
-                and options.early_stopping == "gnmt")
+                and self.unk_replacer is None and runs_on_host(options))
 
     def _replace_unk(self, sentences, texts, out, task):
         """`texts [B][N]` with the `<unk>`s of hypotheses replaced."""

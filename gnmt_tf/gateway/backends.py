@@ -230,7 +230,7 @@ class ModelBackend:
                                             alignment_search_fn)
 
         inputs = [batch]
-        if self.translator._sends_to_tflite(self.options, None, ()):
+        if self.translator.sends_to_tflite(self.options):
             found = self.translator.tflite_search.search_sentences(
                 sentences, dataclasses.replace(self.options,
                                                num_hypotheses=1), **task)
