@@ -1,11 +1,16 @@
 """Benchmark: the shipped models (`gnmt_tf/pretrained/`), scored as shipped.
 
-Two stages:
+Three stages:
 
     # Average a finished run's last checkpoints into a shipped model
-    # (float16 weights.npz; refuses to overwrite one), then score it.
+    # (float16 weights.npz; refuses to overwrite one), then score it;
+    # --exports then adds what `exports` makes.
     python benchmarks/model_zoo.py package runs/zoo/transformer \\
-        --name multi30k-transformer --last 5
+        --name multi30k-transformer --last 5 --exports
+
+    # A shipped model's alignment head, float32 and int8 TFLite exports,
+    # made again from its weights (`zoo_exports.py`; tens of minutes).
+    python benchmarks/model_zoo.py exports multi30k-transformer
 
     # Score the shipped models again (minutes; no training).
     python benchmarks/model_zoo.py --evaluate-only
@@ -35,6 +40,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: F401
+import zoo_exports
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "model_zoo.json"
@@ -269,10 +275,21 @@ def compare_with_shipped(name, scores, log=sys.stdout):
                   f"scores.json: {was})", file=log)
 
 
+def export_settings(args, parser):
+    """The `zoo_exports.ExportSettings` of the flags (a bad value is a
+    usage error)."""
+    try:
+        return zoo_exports.settings_from_args(args)
+    except ValueError as e:
+        parser.error(str(e))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("stage", nargs="?", choices=["package"])
-    parser.add_argument("run_dir", nargs="?", help="package: the run")
+    parser.add_argument("stage", nargs="?", choices=["package", "exports"])
+    parser.add_argument("run_dir", nargs="?",
+                        help="package: the run; exports: the shipped model "
+                             "(a name or a model directory)")
     parser.add_argument("--name", help="package: the shipped model's name")
     parser.add_argument("--last", type=int, default=5,
                         help="package: checkpoints to average")
@@ -280,6 +297,10 @@ def main(argv=None):
                         help="package: the command that trained the run "
                              "(for the model card)")
     parser.add_argument("--description", help="package: the card's summary")
+    parser.add_argument("--exports", action="store_true",
+                        help="package: then make the exports (as the "
+                             "exports stage)")
+    zoo_exports.add_arguments(parser)
     parser.add_argument("--evaluate-only", action="store_true",
                         help="score the shipped models as they are")
     parser.add_argument("--models", help="comma-separated names (default: "
@@ -327,6 +348,19 @@ def main(argv=None):
         if not (args.run_dir and args.name):
             parser.error("package needs RUN_DIR and --name")
         all_scores = package(args, options, command)
+        if args.exports:
+            zoo_exports.ship_exports(
+                pretrained.PRETRAINED_DIR / args.name,
+                export_settings(args, parser))
+    elif args.stage == "exports":
+        if not args.run_dir:
+            parser.error("exports needs the model's name or directory")
+        try:
+            model_dir = pretrained.locate(args.run_dir)
+        except (FileNotFoundError, ValueError) as e:
+            parser.error(str(e))
+        zoo_exports.ship_exports(model_dir, export_settings(args, parser))
+        return 0
     elif args.evaluate_only:
         names = args.models.split(",") if args.models else pretrained.names()
         all_scores = {}
