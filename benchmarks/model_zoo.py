@@ -3,8 +3,9 @@
 Three stages:
 
     # Average a finished run's last checkpoints into a shipped model
-    # (float16 weights.npz; refuses to overwrite one), then score it;
-    # --exports then adds what `exports` makes.
+    # (float16 weights.npz; refuses to overwrite one unless --replace,
+    # which moves the old one's scores to the card's History), then score
+    # it; --exports then adds what `exports` makes.
     python benchmarks/model_zoo.py package runs/zoo/transformer \\
         --name multi30k-transformer --last 5 --exports
 
@@ -26,13 +27,16 @@ issue 14), with the commands that produced them.
 """
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import pathlib
 import platform
 import shlex
+import shutil
 import sys
+import tempfile
 import time
 
 # The packages before benchmarks/, whose alignment.py and pipeline.py
@@ -40,12 +44,13 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: F401
+import zoo_cards
 import zoo_exports
 
 HERE = pathlib.Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "model_zoo.json"
 SHARED = HERE.parent.parent / "shared" / "data"
-SPLITS = ("val", "test_2016_flickr", "test_2017_flickr")
+SPLITS = zoo_cards.SPLITS
 # WMT22 general test files per direction: (source, reference) or a TSV.
 WMT22 = {"en-de": ("generaltest2022.en-de.src.en",
                    "generaltest2022.en-de.ref.A.de"),
@@ -166,8 +171,40 @@ def update_results(name, scores, command, path=RESULTS):
     write_text_atomic(path, json.dumps(results, indent=2) + "\n")
 
 
+def hardware():
+    """The machine line of a model card."""
+    return f"{os.cpu_count()} CPU cores ({cpu_name()})"
+
+
+@contextlib.contextmanager
+def replacing(target, replace):
+    """Moves a shipped model at `target` aside while its replacement is
+    made (`replace`; else it stays and the averaging refuses to overwrite
+    it), yielding its `(scores, card text)` or None; puts it back if the
+    replacement fails, deletes it once it succeeds."""
+    if not (replace and target.exists()):
+        yield None
+        return
+    aside = pathlib.Path(tempfile.mkdtemp(prefix=".replaced-",
+                                          dir=target.parent))
+    old = aside / target.name
+    os.rename(target, old)
+    try:
+        card = old / "MODEL_CARD.md"
+        yield (json.loads((old / "scores.json").read_text()),
+               card.read_text() if card.is_file() else "")
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        os.rename(old, target)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
 def package(args, options, command):
-    """Averages a run into `gnmt_tf/pretrained/<name>` and scores it."""
+    """Averages a run into `gnmt_tf/pretrained/<name>` and scores it; with
+    `args.replace`, in place of the shipped model of that name, whose
+    scores go to the new card's History."""
     from gnmt_tf import pretrained
     from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.model_dir import read_config
@@ -175,92 +212,45 @@ def package(args, options, command):
     from gnmt_tf.training.init_from import training_history
 
     target = pretrained.PRETRAINED_DIR / args.name
-    average_checkpoints(args.run_dir, target, args.last, weights_only=True)
-    # All the training the weights had, a run started with --init-from
-    # included (`gnmt_tf.training.init_from`).
-    history = training_history(pathlib.Path(args.run_dir),
-                               read_config(args.run_dir))
-    scores = evaluate(target, args.data_dir, args.wmt22_dir, options,
-                      args.batch_size)
-    scores["train_hours"] = round(history["train_seconds"] / 3600, 2)
-    scores["train_steps"] = history["steps"]
-    scores["train_target_tokens"] = history["target_tokens"]
-    scores["size_mb"] = pretrained.size_mb(target)
-    scores["search"] = dataclasses.asdict(options)
-    write_text_atomic(target / pretrained.SCORES_FILE,
-                      json.dumps(scores, indent=2) + "\n")
-    write_card(target, args.name, args.description or "", scores, args,
-               command)
+    if target.exists() and not args.replace:
+        raise FileExistsError(f"{args.name} is shipped already; --replace "
+                              f"replaces it")
+    with replacing(target, args.replace) as previous:
+        average_checkpoints(args.run_dir, target, args.last,
+                            weights_only=True)
+        # All the training the weights had, a run started with
+        # --init-from included (`gnmt_tf.training.init_from`).
+        history = training_history(pathlib.Path(args.run_dir),
+                                   read_config(args.run_dir))
+        scores = evaluate(target, args.data_dir, args.wmt22_dir, options,
+                          args.batch_size)
+        scores["train_hours"] = round(history["train_seconds"] / 3600, 2)
+        scores["train_steps"] = history["steps"]
+        scores["train_target_tokens"] = history["target_tokens"]
+        scores["size_mb"] = pretrained.size_mb(target)
+        scores["search"] = dataclasses.asdict(options)
+        scores["card"] = {"description": args.description or "",
+                          "train_command": args.train_command,
+                          "package_command": command, "last": args.last}
+        write_text_atomic(target / pretrained.SCORES_FILE,
+                          json.dumps(scores, indent=2) + "\n")
+        zoo_cards.write_card(
+            target, args.name, hardware(),
+            history=zoo_cards.replaced_version(*previous) if previous
+            else "")
     return {args.name: scores}
 
 
-CARD = """# {name}
-
-{description}
-
-## Data and terms of use
-Multi30k Task 1 (Elliott et al. 2016): 29,000 Flickr30k image captions,
-four-way parallel in English, German, French and Czech; the data set's own
-terms apply (research use; the images' Flickr terms). No other data.
-
-## Training
-- Command: `{train_command}`
-- Packaged with: `{package_command}` (the mean of the last {last}
-  checkpoints, stored in float16).
-- Hardware: {hardware}; {train_hours} h of training (wall time, resumed
-  across sessions, at times sharing the cores with other jobs),
-  {train_steps} steps, {target_tokens} M target tokens.
-
-## Scores (sacreBLEU / chrF, cased, detokenised)
-Search: beam {beam_size}, length penalty α {length_penalty}.
-BLEU signature: `{signature}`.
-
-{table}
-
-WMT22 is the general test set (news, e-commerce, social, conversation):
-far from image captions, so scores there are low; segments longer than the
-model's source limit are left out (see `scores.json`).
-
-## Not good at
-Anything that is not a short, literal image caption: long sentences,
-dialogue, named entities and numbers outside the caption domain (see the
-WMT22 column), and directions other than those in the table.
-
-## Citation
-Desmond Elliott, Stella Frank, Khalil Sima'an, Lucia Specia. 2016.
-Multi30K: Multilingual English-German Image Descriptions. In Proceedings of
-the 5th Workshop on Vision and Language, pages 70-74.
-"""
-
-
-def write_card(target, name, description, scores, args, command):
-    """Writes the model's `MODEL_CARD.md` from its scores."""
-    from gnmt_tf.io_utils import write_text_atomic
-
-    write_text_atomic(target / "MODEL_CARD.md", CARD.format(
-        name=name, description=description, table=markdown_table(scores),
-        train_command=args.train_command or "(not given)",
-        package_command=command, last=args.last,
-        hardware=f"{os.cpu_count()} CPU cores ({cpu_name()})",
-        train_hours=scores["train_hours"], train_steps=scores["train_steps"],
-        target_tokens=round((scores.get("train_target_tokens") or 0) / 1e6,
-                            1),
-        beam_size=scores["search"]["beam_size"],
-        length_penalty=scores["search"]["length_penalty"],
-        signature=scores["signatures"].get("bleu", "")))
-
-
-def markdown_table(scores):
-    """The per-direction BLEU / chrF table of a model card."""
-    lines = ["| direction | " + " | ".join(SPLITS) + " | WMT22 |",
-             "|---" * (len(SPLITS) + 2) + "|"]
-    for direction, splits in scores["sacrebleu"].items():
-        cells = [f"{splits[s]:.2f} / {scores['chrf'][direction][s]:.1f}"
-                 if s in splits else "–" for s in SPLITS]
-        wmt = scores["wmt22"].get(direction)
-        cells.append(f"{wmt['bleu']:.2f} / {wmt['chrf']:.1f}" if wmt else "–")
-        lines.append(f"| {direction} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def ship_exports(model_dir, name, settings):
+    """`zoo_exports.ship_exports`, then the card written again with the
+    new sections (a card `package` did not write is left as it is)."""
+    zoo_exports.ship_exports(model_dir, settings)
+    scores = json.loads((model_dir / "scores.json").read_text())
+    if "card" in scores:
+        zoo_cards.write_card(model_dir, name, hardware())
+    else:
+        print(f"note: {model_dir}/MODEL_CARD.md was not written by "
+              f"`package`; left as it is", file=sys.stderr)
 
 
 def compare_with_shipped(name, scores, log=sys.stdout):
@@ -297,6 +287,9 @@ def main(argv=None):
                         help="package: the command that trained the run "
                              "(for the model card)")
     parser.add_argument("--description", help="package: the card's summary")
+    parser.add_argument("--replace", action="store_true",
+                        help="package: replace the shipped model of that "
+                             "name (its scores go to the card's History)")
     parser.add_argument("--exports", action="store_true",
                         help="package: then make the exports (as the "
                              "exports stage)")
@@ -349,9 +342,8 @@ def main(argv=None):
             parser.error("package needs RUN_DIR and --name")
         all_scores = package(args, options, command)
         if args.exports:
-            zoo_exports.ship_exports(
-                pretrained.PRETRAINED_DIR / args.name,
-                export_settings(args, parser))
+            ship_exports(pretrained.PRETRAINED_DIR / args.name, args.name,
+                         export_settings(args, parser))
     elif args.stage == "exports":
         if not args.run_dir:
             parser.error("exports needs the model's name or directory")
@@ -359,7 +351,8 @@ def main(argv=None):
             model_dir = pretrained.locate(args.run_dir)
         except (FileNotFoundError, ValueError) as e:
             parser.error(str(e))
-        zoo_exports.ship_exports(model_dir, export_settings(args, parser))
+        ship_exports(model_dir, model_dir.name,
+                     export_settings(args, parser))
         return 0
     elif args.evaluate_only:
         names = args.models.split(",") if args.models else pretrained.names()
@@ -388,7 +381,7 @@ def main(argv=None):
     else:
         parser.error("give --evaluate-only or the package stage")
     for name, scores in all_scores.items():
-        print(f"\n{name} (BLEU / chrF)\n{markdown_table(scores)}")
+        print(f"\n{name} (BLEU / chrF)\n{zoo_cards.markdown_table(scores)}")
         if partial:
             compare_with_shipped(name, scores)
         else:
@@ -397,4 +390,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (OSError, ValueError) as e:  # a missing run, a name taken, ...
+        sys.exit(f"model_zoo.py: error: {e}")
