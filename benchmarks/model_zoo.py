@@ -44,6 +44,8 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gnmt_tf  # noqa: F401
+from gnmt_tf.flags.arg_types import (beam_size, non_negative_float,
+                                     positive_int)
 import zoo_cards
 import zoo_exports
 
@@ -201,10 +203,12 @@ def replacing(target, replace):
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def package(args, options, command):
+def package(args, options, command, exports=None):
     """Averages a run into `gnmt_tf/pretrained/<name>` and scores it; with
     `args.replace`, in place of the shipped model of that name, whose
-    scores go to the new card's History."""
+    scores go to the new card's History; then, given `exports` (a
+    `zoo_exports.ExportSettings`), makes the exports. The old model comes
+    back if any of it fails."""
     from gnmt_tf import pretrained
     from gnmt_tf.io_utils import write_text_atomic
     from gnmt_tf.model_dir import read_config
@@ -238,6 +242,8 @@ def package(args, options, command):
             target, args.name, hardware(),
             history=zoo_cards.replaced_version(*previous) if previous
             else "")
+        if exports is not None:
+            ship_exports(target, args.name, exports)
     return {args.name: scores}
 
 
@@ -281,7 +287,7 @@ def main(argv=None):
                         help="package: the run; exports: the shipped model "
                              "(a name or a model directory)")
     parser.add_argument("--name", help="package: the shipped model's name")
-    parser.add_argument("--last", type=int, default=5,
+    parser.add_argument("--last", type=positive_int, default=5,
                         help="package: checkpoints to average")
     parser.add_argument("--train-command",
                         help="package: the command that trained the run "
@@ -300,14 +306,14 @@ def main(argv=None):
                         "every shipped model)")
     parser.add_argument("--data-dir", default=str(SHARED / "multi30k"))
     parser.add_argument("--wmt22-dir", default=str(SHARED / "wmt22"))
-    parser.add_argument("--beam-size", type=int,
+    parser.add_argument("--beam-size", type=beam_size,
                         help="default: 4 (package), the shipped model's "
                              "(--evaluate-only)")
-    parser.add_argument("--length-penalty", type=float,
+    parser.add_argument("--length-penalty", type=non_negative_float,
                         help="α; default: 0.6 (package), the shipped "
                              "model's (--evaluate-only)")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--limit", type=int,
+    parser.add_argument("--batch-size", type=positive_int, default=64)
+    parser.add_argument("--limit", type=positive_int,
                         help="first N sentences per split (quick checks; "
                              "not written to the results file)")
     parser.add_argument("--splits", default=",".join(SPLITS),
@@ -340,10 +346,9 @@ def main(argv=None):
     if args.stage == "package":
         if not (args.run_dir and args.name):
             parser.error("package needs RUN_DIR and --name")
-        all_scores = package(args, options, command)
-        if args.exports:
-            ship_exports(pretrained.PRETRAINED_DIR / args.name, args.name,
-                         export_settings(args, parser))
+        all_scores = package(
+            args, options, command,
+            export_settings(args, parser) if args.exports else None)
     elif args.stage == "exports":
         if not args.run_dir:
             parser.error("exports needs the model's name or directory")

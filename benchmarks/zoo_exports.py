@@ -85,21 +85,26 @@ class ExportSettings:
 def add_arguments(parser):
     """Adds the `ExportSettings` flags (besides ``--data-dir``) to an
     argparse parser."""
+    from gnmt_tf.flags.arg_types import positive_float, positive_int
+
     defaults = ExportSettings(data_dir="")
     group = parser.add_argument_group("exports")
     group.add_argument("--tags", default=defaults.tags,
                        help="scene tags of the head's and the int8 "
                             "export's examples (task-space models)")
-    group.add_argument("--head-lines", type=int, default=defaults.head_lines,
+    group.add_argument("--head-lines", type=positive_int,
+                       default=defaults.head_lines,
                        help="alignment head: sentence pairs per direction")
-    group.add_argument("--head-steps", type=int, default=defaults.head_steps,
+    group.add_argument("--head-steps", type=positive_int,
+                       default=defaults.head_steps,
                        help="alignment head: training steps")
-    group.add_argument("--qat-steps", type=int, default=defaults.qat_steps,
+    group.add_argument("--qat-steps", type=positive_int,
+                       default=defaults.qat_steps,
                        help="int8: quantization-aware fine-tuning steps")
-    group.add_argument("--qat-minutes", type=float,
+    group.add_argument("--qat-minutes", type=positive_float,
                        default=defaults.qat_minutes,
                        help="int8: at most this many minutes of it")
-    group.add_argument("--qat-learning-rate", type=float,
+    group.add_argument("--qat-learning-rate", type=positive_float,
                        default=defaults.qat_learning_rate,
                        help="int8: its peak learning rate")
     group.add_argument("--score-direction", default=defaults.score_direction,
