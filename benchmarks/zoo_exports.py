@@ -151,6 +151,7 @@ def add_alignment_head(model_dir, settings, log=sys.stderr):
     writes a new model directory: only the head files are taken from
     it). Returns the head's `alignment_head.json` contents."""
     from gnmt_tf.cli.main import main as cli
+    from gnmt_tf.io_utils import write_text_atomic
 
     model_dir = pathlib.Path(model_dir)
     with tempfile.TemporaryDirectory() as scratch:
@@ -163,11 +164,15 @@ def add_alignment_head(model_dir, settings, log=sys.stderr):
                       "--score-split", settings.score_split])
         if status != 0:
             raise RuntimeError(f"add-alignment-head failed ({status})")
-        for name in HEAD_FILES:  # the .json last: it says a head is there
-            staged = model_dir / f".{name}.tmp"
-            shutil.copyfile(output / name, staged)
-            os.replace(staged, model_dir / name)
-        info = json.loads((model_dir / HEAD_FILES[1]).read_text())
+        staged = model_dir / f".{HEAD_FILES[0]}.tmp"
+        shutil.copyfile(output / HEAD_FILES[0], staged)
+        os.replace(staged, model_dir / HEAD_FILES[0])
+        # The .json last (it says a head is there), naming the model by
+        # its folder, not by this machine's path to it.
+        info = json.loads((output / HEAD_FILES[1]).read_text())
+        info["model"] = model_dir.name
+        write_text_atomic(model_dir / HEAD_FILES[1],
+                          json.dumps(info, indent=2) + "\n")
     print(f"alignment head: {info['trained_on']['pairs']} pairs, "
           f"{info['trained_on']['steps']} steps", file=log)
     return info

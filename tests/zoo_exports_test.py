@@ -39,6 +39,7 @@ def test_alignment_head_is_written_into_the_model(shipped):
     info = json.loads((model_dir / "alignment_head.json").read_text())
     assert info == result["alignment_head"]
     assert info["trained_on"]["steps"] == 3
+    assert info["model"] == "model"  # the folder's name, not a path
     assert {"en-fr", "fr-en", "de-cs", "cs-de"} <= set(
         info["trained_on"]["directions"])
     model, _, _ = load_model(model_dir)  # the head loads with the model
