@@ -144,6 +144,9 @@ def main(argv=None):
 
     directions = args.directions.split(",")
     against = None
+    if args.against and args.limit is not None:
+        parser.error("--against compares with the shipped model's scores "
+                     "on all of val: drop --limit")
     if args.against:
         try:
             against = shipped_val(args.against, directions)

@@ -43,6 +43,8 @@ def test_the_shipped_val_scores_come_from_its_scores_file(zoo_tuning):
     (["--against", "multi30k-transformer", "--directions", "en-xx"],
      "no val score for en-xx"),
     (["--against", "no-such-model"], "no-such-model is not a model"),
+    (["--against", "multi30k-transformer", "--limit", "30"],
+     "drop --limit"),
     (["--last", "0"], "--last: must be an integer >= 1"),
     (["--alphas", "0.6,-1"], "--alphas"),
 ])
