@@ -108,6 +108,7 @@ import gnmt_tf  # noqa: E402,F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+import tf_keras as keras  # noqa: E402
 
 from gnmt_tf.decoding.beam_search import beam_search  # noqa: E402
 from gnmt_tf.decoding.segmented_loop import segment_lengths  # noqa: E402
@@ -508,7 +509,7 @@ def main(argv=None):
         batch, threads = int(batch), int(threads)
         tf.config.threading.set_intra_op_parallelism_threads(threads)
         tf.config.threading.set_inter_op_parallelism_threads(threads)
-        tf.random.set_seed(0)
+        keras.utils.set_random_seed(0)  # Python's too: Keras' initializers
         model = TaskSpaceTranslationModel.from_preset(args.preset,
                                                       dropout=0.0)
         print(f"RESULT {bench_ours(model, batch, args, cache)}")
@@ -525,7 +526,7 @@ def main(argv=None):
         return 0
     tf.config.threading.set_intra_op_parallelism_threads(counts[0])
     tf.config.threading.set_inter_op_parallelism_threads(counts[0])
-    tf.random.set_seed(0)
+    keras.utils.set_random_seed(0)  # the same weights in every process
     model = TaskSpaceTranslationModel.from_preset(args.preset, dropout=0.0)
     only = set(args.only.split(",")) if args.only else None
     if only and not only <= set(SETTINGS):
