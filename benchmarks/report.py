@@ -139,6 +139,10 @@ TITLES = {
     "task_space_decode_speed": ("Task-space Transformer decoding speed",
                                 "Beam-search decoding speed against "
                                 "CTranslate2, setting by setting."),
+    "task_space_decode_speed_default_xeon": (
+        "Task-space Transformer decoding speed on an Intel Xeon",
+        "The default path against CTranslate2 float32 on a 2-core Intel "
+        "Xeon (the main decoding-speed file is from an AMD EPYC)."),
     "tflite_cache_block": ("TFLite KV cache grown in blocks",
                            "`export tflite --cache-block N` against a cache "
                            "grown a position per step."),
