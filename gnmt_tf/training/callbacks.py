@@ -128,13 +128,15 @@ class ProgressLogger(keras.callbacks.Callback):
 
     Args:
       every: int. Steps between reports.
-      stream: where the lines go.
+      stream: where the lines go; None: `sys.stderr` as it is when a line
+        is printed (not as it was when this module was imported, which
+        may have been inside a redirection that has since closed).
       record: `(split, step, {name: value})` callable or None; also gets
         each report's loss, learning rate and target tokens/s (e.g.
         `gnmt_tf.training.summaries.TrainingRecord.record`).
     """
 
-    def __init__(self, every=100, stream=sys.stderr, record=None):
+    def __init__(self, every=100, stream=None, record=None):
         super().__init__()
         self.every = every
         self.stream = stream
@@ -170,7 +172,7 @@ class ProgressLogger(keras.callbacks.Callback):
             loss = float(logs.get("loss", float("nan")))
             print(f"step {step}  loss {loss:.4f}  "
                   f"tgt_tok/s {rate:.0f}  elapsed {now - self.start:.0f}s",
-                  file=self.stream, flush=True)
+                  file=self.stream or sys.stderr, flush=True)
             self.tokens, self.last = 0, now
             if self.record is not None:
                 self.record("train", step, {
